@@ -1,0 +1,29 @@
+# Two entry points for a new user: `make demo` and `make test`.
+# Both create .venv with the machine's python3 and install the project into it.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench bench-quick docs-test clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev,plot,progress]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m scenarios demo
+
+test: $(STAMP)
+	$(PY) -m pytest tests
+
+bench: $(STAMP)
+	$(PY) -m benchmarks
+
+bench-quick: $(STAMP)
+	$(PY) -m benchmarks --quick
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,97 @@
+"""``ReffableTreeNode``: a dataclass-like Python object that is a pytree keeping shared references.
+
+Subclasses declare fields by annotation and are registered with JAX automatically. When JAX
+flattens a node it flattens the node's whole reachable graph into a refs table (see
+``_walk``), so references shared inside the graph come back shared, and cycles survive.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import numpy as np
+
+from . import _fields, _walk
+from ._errors import GraphTypeError
+
+
+class ReffableTreeNode:
+    """Base class for graph nodes: equations, providers, pipes, junctions, buses, ...
+
+    Example::
+
+        class Provider(sg.ReffableTreeNode):
+            value: jax.Array
+
+        class Equation(sg.ReffableTreeNode):
+            constant: jax.Array
+            gradient: Provider            # a reference; many equations may share one
+            name: str = sg.static(default="")
+
+    Nodes are ordinary mutable objects outside transforms, compare by identity, and are
+    rebuilt (with relative identity intact) by every unflatten.
+    """
+
+    __sg_layout__: _fields.Layout
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclasses.dataclass(cls, eq=False, repr=False)
+        cls.__sg_layout__ = _fields.make_layout(cls)
+        cls.__sg_refkinds__ = None
+        cls.__sg_walker__ = None
+        jax.tree_util.register_pytree_with_keys(
+            cls, _walk.flatten_with_keys, _unflatten, flatten_func=_walk.flatten
+        )
+
+    def __post_init__(self) -> None:
+        _check_fields(self)
+
+    def __repr__(self) -> str:
+        layout = type(self).__sg_layout__
+        parts = []
+        for info in layout.infos:
+            value = self.__dict__.get(info.name, "<unset>")
+            parts.append(f"{info.name}={_short_repr(value)}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _unflatten(entries: tuple, children) -> Any:
+    return _walk.unflatten(entries, children)
+
+
+def _check_fields(node: ReffableTreeNode) -> None:
+    """Construction-time checks that give an early, local error for common mistakes."""
+    cls = type(node)
+    kinds = _walk.refkinds_of(cls)
+    for name, refkind in zip(cls.__sg_layout__.dynamic, kinds):
+        value = node.__dict__.get(name)
+        if refkind and not isinstance(value, ReffableTreeNode):
+            if not (value is None and refkind == _fields.REF_OPTIONAL):
+                want = cls.__dataclass_fields__[name].type
+                raise GraphTypeError(
+                    f"{cls.__name__}.{name} is a reference field and must hold a node "
+                    f"({getattr(want, '__name__', want)}), got {type(value).__name__}. Pass the "
+                    "node object itself, or change the annotation if this field holds data."
+                )
+        if isinstance(value, (str, bytes)):
+            raise GraphTypeError(
+                f"{cls.__name__}.{name} holds a {type(value).__name__}, which JAX cannot trace. "
+                f"Declare it as static metadata: `{name}: str = sg.static()`."
+            )
+
+
+def _short_repr(value: Any) -> str:
+    if isinstance(value, ReffableTreeNode):
+        return f"<{type(value).__name__} at {id(value):#x}>"
+    if isinstance(value, (jax.Array, np.ndarray)) and not isinstance(value, jax.core.Tracer):
+        if value.size <= 6:
+            return np.array2string(np.asarray(value), separator=", ")
+        return f"{value.dtype}{list(value.shape)}"
+    if isinstance(value, (list, tuple)) and len(value) > 0:
+        inner = ", ".join(_short_repr(v) for v in value[:4])
+        more = ", ..." if len(value) > 4 else ""
+        return f"[{inner}{more}]" if isinstance(value, list) else f"({inner}{more})"
+    return repr(value)

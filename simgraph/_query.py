@@ -1,0 +1,37 @@
+"""Read-only views of a graph: its nodes in canonical order and who owns each leaf."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+
+from . import _walk
+
+
+def nodes(root: Any) -> list:
+    """Every node reachable from ``root``, in the canonical (flatten) order; root first."""
+    return _walk.walk(root)[2]
+
+
+@dataclasses.dataclass(frozen=True)
+class LeafInfo:
+    """Where one leaf of a graph lives: its key path, owning node and field."""
+
+    path: str
+    node: Any
+    field: str
+    kind: str  # "state" or "unknown"
+
+
+def leaves_with_owners(root: Any) -> list[tuple[LeafInfo, Any]]:
+    """``(LeafInfo, leaf)`` for every leaf, in ``jax.tree_util.tree_leaves`` order."""
+    _, entries, node_list = _walk.walk(root)
+    out = []
+    for path, leaf in jax.tree_util.tree_flatten_with_path(root)[0]:
+        key = path[0]
+        node = node_list[key.node_index]
+        kind = "unknown" if key.field in type(node).__sg_layout__.unknown else "state"
+        out.append((LeafInfo(jax.tree_util.keystr(path), node, key.field, kind), leaf))
+    return out

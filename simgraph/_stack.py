@@ -1,0 +1,81 @@
+"""Stack same-shape graphs into one batched graph, and unstack it; write a copy back in place."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+
+from . import _walk
+from ._compare import leaf_shape_difference, structure_difference
+from ._errors import StructureMismatchError
+from ._node import ReffableTreeNode
+
+
+def stack(graphs: Sequence[Any], axis: int = 0) -> Any:
+    """One graph whose every leaf is the stack of the graphs' leaves (for ``vmap``)."""
+    graphs = list(graphs)
+    if not graphs:
+        raise ValueError("stack needs at least one graph")
+    flat = [jax.tree_util.tree_flatten(g) for g in graphs]
+    treedef = flat[0][1]
+    for k, (_, td) in enumerate(flat[1:], start=1):
+        if td != treedef:
+            where = structure_difference(graphs[0], graphs[k])
+            raise StructureMismatchError(
+                f"cannot stack: graphs[{k}] differs from graphs[0] at {where}. Stacked graphs "
+                "need the same classes, static values, sharing pattern and field structure."
+            )
+    shapes = leaf_shape_difference(graphs)
+    if shapes:
+        raise StructureMismatchError(f"cannot stack: {shapes}. Pad or group graphs by shape.")
+    columns = zip(*(leaves for leaves, _ in flat))
+    return jax.tree_util.tree_unflatten(treedef, [jnp.stack(col, axis=axis) for col in columns])
+
+
+def unstack(graph: Any, axis: int = 0) -> list:
+    """Split a batched graph along ``axis`` into independent graphs."""
+    leaves, treedef = jax.tree_util.tree_flatten(graph)
+    if not leaves:
+        raise ValueError("cannot unstack a graph without leaves")
+    sizes = {jnp.shape(x)[axis] for x in leaves}
+    if len(sizes) != 1:
+        raise StructureMismatchError(f"cannot unstack: leaves have different sizes {sorted(sizes)} on axis {axis}")
+    n = sizes.pop()
+    return [
+        jax.tree_util.tree_unflatten(treedef, [jnp.take(x, i, axis=axis) for x in leaves])
+        for i in range(n)
+    ]
+
+
+def update(live: Any, transformed: Any) -> Any:
+    """Write the state of ``transformed`` (e.g. a jit output) into ``live`` in place.
+
+    The user's objects keep their identities; only data fields change. Both graphs must have
+    the same structure; nothing is modified if they do not. Returns ``live``.
+    """
+    children_live, entries_live, nodes_live = _walk.walk(live)
+    children_new, entries_new, nodes_new = _walk.walk(transformed)
+    if entries_live != entries_new or any(
+        jax.tree_util.tree_structure(a) != jax.tree_util.tree_structure(b)
+        for a, b in zip(children_live, children_new)
+    ):
+        where = structure_difference(live, transformed)
+        raise StructureMismatchError(
+            f"cannot update: the transformed graph differs at {where}. Update a graph from a "
+            "transformed copy of itself."
+        )
+    new_index = {id(n): k for k, n in enumerate(nodes_new)}
+    base = ReffableTreeNode
+    writes = []
+    for k, name, spec in _walk.child_owners(entries_new):
+        value = nodes_new[k].__dict__[name]
+        if spec == _walk.CHILD_REFS:
+            value = jax.tree_util.tree_map(
+                lambda x: nodes_live[new_index[id(x)]] if isinstance(x, base) else x,
+                value, is_leaf=lambda x: isinstance(x, base))
+        writes.append((nodes_live[k], name, value))
+    for node, name, value in writes:
+        node.__dict__[name] = value
+    return live

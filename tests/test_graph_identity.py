@@ -1,0 +1,200 @@
+"""Relative identity, cycles and structure-as-cache-key (issue: simgraph core)."""
+
+import threading
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simgraph as sg
+from graph_models import Child, Equation, GradientProvider, Mixed, Parent, Ring, Shared, make_system
+
+
+def roundtrip(graph):
+    leaves, treedef = jax.tree_util.tree_flatten(graph)
+    return jax.tree_util.tree_unflatten(treedef, leaves)
+
+
+def test_pydags_assertions():
+    shared = Shared(jnp.ones(2))
+    parent = Parent(Child(shared), Child(shared))
+    leaves, treedef = jax.tree_util.tree_flatten(parent)
+    leaves2 = treedef.flatten_up_to(parent)
+    p1 = jax.tree_util.tree_unflatten(treedef, leaves)
+    p2 = jax.tree_util.tree_unflatten(treedef, leaves2)
+    assert p1 is not parent and p2 is not p1
+    assert p1.left.shared is p1.right.shared
+    assert p1.left.shared is not shared and p1.right.shared is not parent.right.shared
+    assert p1.left is not p1.right
+    assert p2.left.shared is p2.right.shared
+    assert p2.left.shared is not p1.left.shared and p2.left is not p2.right
+    assert len(leaves) == 1  # the shared leaf is stored once (refs table)
+
+
+def test_cycles_roundtrip():
+    a, b, c = Ring(jnp.asarray(1.0)), Ring(jnp.asarray(2.0)), Ring(jnp.asarray(3.0))
+    a.next, b.next, c.next = b, c, a
+    r = roundtrip(a)
+    assert r.next.next.next is r
+    assert [float(r.value), float(r.next.value), float(r.next.next.value)] == [1.0, 2.0, 3.0]
+    selfloop = Ring(jnp.asarray(0.0))
+    selfloop.next = selfloop
+    s = roundtrip(selfloop)
+    assert s.next is s and s is not selfloop
+
+
+def test_child_pointing_to_parent():
+    class Up(sg.ReffableTreeNode):
+        parent: object
+        x: jax.Array
+
+    class Down(sg.ReffableTreeNode):
+        kids: list
+
+    root = Down([])
+    root.kids = [Up(root, jnp.asarray(1.0)), Up(root, jnp.asarray(2.0))]
+    r = jax.jit(lambda g: g)(root)
+    assert r.kids[0].parent is r and r.kids[1].parent is r
+
+
+def test_equal_shapes_give_equal_treedefs_and_one_trace():
+    traces = []
+
+    @jax.jit
+    def f(system):
+        traces.append(1)
+        return system.loss()
+
+    s1, s2 = make_system(6, 2), make_system(6, 2)
+    assert jax.tree_util.tree_structure(s1) == jax.tree_util.tree_structure(s2)
+    assert hash(jax.tree_util.tree_structure(s1)) == hash(jax.tree_util.tree_structure(s2))
+    f(s1), f(s2)
+    assert len(traces) == 1
+    s3 = make_system(6, 3)  # different sharing pattern
+    assert jax.tree_util.tree_structure(s3) != jax.tree_util.tree_structure(s1)
+    f(s3)
+    assert len(traces) == 2
+
+
+def test_sharing_pattern_is_part_of_structure():
+    p, q = GradientProvider(jnp.asarray(1.0)), GradientProvider(jnp.asarray(1.0))
+    shared = sg.Bundle(Equation(1.0, p, 0.0), Equation(1.0, p, 0.0))
+    separate = sg.Bundle(Equation(1.0, p, 0.0), Equation(1.0, q, 0.0))
+    assert jax.tree_util.tree_structure(shared) != jax.tree_util.tree_structure(separate)
+
+
+def test_static_values_are_structure():
+    p = GradientProvider(jnp.asarray(1.0))
+    a, b = Equation(1.0, p, 0.0, name="a"), Equation(1.0, p, 0.0, name="b")
+    assert jax.tree_util.tree_structure(a) != jax.tree_util.tree_structure(b)
+    assert roundtrip(a).name == "a"
+
+
+def test_containers_of_references_and_data():
+    s1, s2 = Shared(jnp.asarray(1.0)), Shared(jnp.asarray(2.0))
+    m = Mixed({"w": jnp.arange(3.0), "ref": s1, "nested": [s2, 4.0]}, (s1, s2), maybe=s2, tag=("x", 1))
+    r = jax.jit(lambda g: g)(m)
+    assert r.data["ref"] is r.refs[0] and r.data["nested"][0] is r.refs[1] is r.maybe
+    np.testing.assert_array_equal(r.data["w"], jnp.arange(3.0))
+    assert float(r.data["nested"][1]) == 4.0 and r.tag == ("x", 1)
+    assert r.refs[0] is not s1
+
+
+def test_key_paths_are_readable():
+    system = make_system(3, 2)
+    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(system)[0]]
+    assert ".equations[0].constant" in paths
+    assert ".providers[0].value" in paths  # breadth-first: the shortest path names a leaf
+    assert ".equations[2].constant" in paths
+    assert len(paths) == len(set(paths)) == 3 * 2 + 2
+    bundle = sg.Bundle(*system.equations)
+    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(bundle)[0]]
+    assert ".items[0].gradient.value" in paths and ".items[1].gradient.value" in paths
+    assert ".items[2].gradient.value" not in paths  # shared with items[0]: stored once
+
+
+def test_separate_arguments_are_separate_roots_bundle_keeps_sharing():
+    shared = Shared(jnp.asarray(1.0))
+    a, b = Child(shared), Child(shared)
+    a2, b2 = jax.jit(lambda x, y: (x, y))(a, b)
+    assert a2.shared is not b2.shared  # documented: separate roots
+    a3, b3 = jax.jit(lambda bundle: bundle)(sg.Bundle(a, b))
+    assert a3.shared is b3.shared
+
+
+def test_unflatten_with_non_array_leaves():
+    system = make_system(3, 1)
+    treedef = jax.tree_util.tree_structure(system)
+    sentinel = object()
+    g = jax.tree_util.tree_unflatten(treedef, [sentinel] * treedef.num_leaves)
+    assert g.equations[0].gradient is g.equations[2].gradient
+    assert g.equations[1].x is sentinel
+    g2 = jax.tree_util.tree_unflatten(treedef, [None] * treedef.num_leaves)
+    assert g2.equations[0].constant is None
+
+
+def test_threads_flatten_concurrently():
+    graphs = [make_system(20 + k, 1 + k % 3) for k in range(8)]
+    expected = [jax.tree_util.tree_structure(g) for g in graphs]
+    errors = []
+
+    def work(k):
+        for _ in range(30):
+            leaves, td = jax.tree_util.tree_flatten(graphs[k])
+            r = jax.tree_util.tree_unflatten(td, leaves)
+            if td != expected[k] or r.equations[0].gradient is not r.providers[0]:
+                errors.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert not errors
+
+
+def test_exception_mid_flatten_leaves_next_flatten_correct():
+    system = make_system(5, 2)
+    bad = make_system(5, 2)
+    bad.equations[3].name = ["unhashable"]
+    with pytest.raises(sg.GraphTypeError, match=r"\.equations\[3\]\.name"):
+        jax.tree_util.tree_flatten(bad)
+    r = roundtrip(system)
+    assert r.equations[0].gradient is r.equations[2].gradient is r.providers[0]
+
+
+def test_flatten_inside_a_method_during_flatten():
+    class Weird(sg.ReffableTreeNode):
+        payload: object
+
+    class Nested:
+        """A foreign pytree whose flatten flattens and rebuilds another graph."""
+
+        def __init__(self, graph):
+            self.graph = graph
+
+    def nested_flatten(n):
+        r = roundtrip(make_system(4, 2))  # a whole other graph, mid-flatten
+        assert r.equations[0].gradient is r.equations[2].gradient
+        return (n.graph,), None
+
+    jax.tree_util.register_pytree_node(Nested, nested_flatten, lambda _, c: Nested(c[0]))
+    inner = make_system(3, 1)
+    w = Weird(Nested(inner))
+    r = roundtrip(w)
+    assert r.payload.graph.equations[0].gradient is r.payload.graph.equations[2].gradient
+
+
+def test_large_chain_and_deep_tree_no_recursion_error():
+    head = Ring(jnp.asarray(0.0))
+    node = head
+    for i in range(1, 100_000):
+        node.next = Ring(np.float64(i))
+        node = node.next
+    r = roundtrip(head)
+    n, count = r, 0
+    while n is not None:
+        count += 1
+        n = n.next
+    assert count == 100_000
+    assert "Ring(" in repr(head)
+    assert len(sg.nodes(head)) == 100_000

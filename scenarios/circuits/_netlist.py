@@ -1,0 +1,261 @@
+"""A DC netlist as frozen data (resistors, diodes, sources, diode models, analyses) and its writer.
+
+Values are in SI units (ohm, V, A; temperature in degrees Celsius as SPICE's ``.temp``). Node
+``"0"`` is ground. The reader (``read_netlist``) and :meth:`Netlist.to_spice` round-trip exactly.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Mapping, Union
+
+import numpy as np
+
+from ._spice_numbers import format_spice_number as _num
+from ._spice_numbers import parse_spice_number
+
+__all__ = [
+    "GROUND", "Resistor", "Diode", "VoltageSource", "CurrentSource", "DiodeModel",
+    "OperatingPoint", "DCSweep", "Netlist", "DCSWEEP_STOP_SLACK",
+]
+
+GROUND = "0"
+#: ngspice's .dc loop runs while ``sign(step) * (value - stop) <= DCSWEEP_STOP_SLACK``.
+DCSWEEP_STOP_SLACK = np.finfo(float).eps * 1e3
+_TOKEN_OK = re.compile(r"[^\s()=,;$]+")
+
+
+@dataclass(frozen=True)
+class Resistor:
+    """``Rname n1 n2 value``: current ``(V(n1) - V(n2)) / value`` flows from n1 to n2."""
+
+    name: str
+    n1: str
+    n2: str
+    value: float
+
+    @property
+    def nodes(self) -> tuple[str, str]:
+        return (self.n1, self.n2)
+
+
+@dataclass(frozen=True)
+class Diode:
+    """``Dname anode cathode model [area]``: Shockley diode from anode to cathode."""
+
+    name: str
+    anode: str
+    cathode: str
+    model: str
+    area: float = 1.0
+
+    @property
+    def nodes(self) -> tuple[str, str]:
+        return (self.anode, self.cathode)
+
+
+@dataclass(frozen=True)
+class VoltageSource:
+    """``Vname pos neg DC value``: ``V(pos) - V(neg) = dc``; its current flows pos -> neg inside."""
+
+    name: str
+    pos: str
+    neg: str
+    dc: float = 0.0
+
+    @property
+    def nodes(self) -> tuple[str, str]:
+        return (self.pos, self.neg)
+
+
+@dataclass(frozen=True)
+class CurrentSource:
+    """``Iname pos neg DC value``: ``dc`` amperes flow through the source from pos to neg."""
+
+    name: str
+    pos: str
+    neg: str
+    dc: float = 0.0
+
+    @property
+    def nodes(self) -> tuple[str, str]:
+        return (self.pos, self.neg)
+
+
+Element = Union[Resistor, Diode, VoltageSource, CurrentSource]
+_LETTER = {Resistor: "R", Diode: "D", VoltageSource: "V", CurrentSource: "I"}
+
+
+@dataclass(frozen=True)
+class DiodeModel:
+    """``.model NAME D(...)``: saturation current IS (A), emission coefficient N, series RS (ohm).
+
+    BV/IBV (reverse breakdown; ``BV=None`` means none) are kept for the physics to accept or
+    refuse. ``params`` holds the other parameters given (upper-case name, value), which do not
+    change the DC solution at TEMP = TNOM (capacitances, transit time, noise, temperature
+    coefficients).
+    """
+
+    name: str
+    IS: float = 1e-14
+    N: float = 1.0
+    RS: float = 0.0
+    BV: float | None = None
+    IBV: float = 1e-3
+    params: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    """``.op``: the DC operating point."""
+
+
+@dataclass(frozen=True)
+class DCSweep:
+    """``.dc source start stop step``: the DC solution for each value of one independent source."""
+
+    source: str
+    start: float
+    stop: float
+    step: float
+
+    def points(self) -> np.ndarray:
+        """Sweep values exactly as ngspice makes them (``value += step`` until past ``stop``)."""
+        values = []
+        value = float(self.start)
+        direction = math.copysign(1.0, self.step)
+        while direction * (value - self.stop) <= DCSWEEP_STOP_SLACK and len(values) < 10**7:
+            values.append(value)
+            value += self.step
+        return np.asarray(values, dtype=np.float64)
+
+
+Analysis = Union[OperatingPoint, DCSweep]
+
+
+@dataclass(frozen=True)
+class Netlist:
+    """A parsed deck: title, elements in file order, diode models by name, analyses, options.
+
+    ``options`` maps lower-case ``.options`` names to a number, a word, or True for a bare flag;
+    ``temperature`` is the circuit temperature in degrees Celsius (SPICE default 27).
+    """
+
+    title: str
+    elements: tuple[Element, ...]
+    models: Mapping[str, DiodeModel] = field(default_factory=dict)
+    analyses: tuple[Analysis, ...] = ()
+    options: Mapping[str, float | str | bool] = field(default_factory=dict)
+    temperature: float = 27.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "elements", tuple(self.elements))
+        object.__setattr__(self, "analyses", tuple(self.analyses))
+        object.__setattr__(self, "models", dict(self.models))
+        object.__setattr__(self, "options", dict(self.options))
+        _validate(self)
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """Non-ground node names in order of first appearance."""
+        seen: dict[str, None] = {}
+        for element in self.elements:
+            for node in element.nodes:
+                if node != GROUND:
+                    seen.setdefault(node)
+        return tuple(seen)
+
+    def element(self, name: str) -> Element:
+        """The element called ``name`` (case-insensitive, as in SPICE)."""
+        for element in self.elements:
+            if element.name.lower() == name.lower():
+                return element
+        raise KeyError(f"no element named {name!r} in netlist {self.title!r}")
+
+    def to_spice(self) -> str:
+        """SPICE text that ``read_netlist`` reads back to an equal Netlist."""
+        lines = [self.title]
+        lines += [_element_card(e) for e in self.elements]
+        lines += [_model_card(m) for m in self.models.values()]
+        if self.options:
+            lines.append(".options " + " ".join(_option(k, v) for k, v in self.options.items()))
+        lines.append(f".temp {_num(self.temperature)}")
+        for analysis in self.analyses:
+            if isinstance(analysis, DCSweep):
+                values = (analysis.start, analysis.stop, analysis.step)
+                lines.append(f".dc {analysis.source} " + " ".join(_num(v) for v in values))
+            else:
+                lines.append(".op")
+        lines.append(".end")
+        return "\n".join(lines) + "\n"
+
+
+def _element_card(e: Element) -> str:
+    if isinstance(e, Resistor):
+        return f"{e.name} {e.n1} {e.n2} {_num(e.value)}"
+    if isinstance(e, Diode):
+        area = "" if e.area == 1.0 else f" {_num(e.area)}"
+        return f"{e.name} {e.anode} {e.cathode} {e.model}{area}"
+    return f"{e.name} {e.pos} {e.neg} DC {_num(e.dc)}"
+
+
+def _model_card(m: DiodeModel) -> str:
+    params = [("IS", m.IS), ("N", m.N), ("RS", m.RS)]
+    if m.BV is not None:
+        params.append(("BV", m.BV))
+    if m.BV is not None or m.IBV != 1e-3:
+        params.append(("IBV", m.IBV))
+    params += list(m.params)
+    return f".model {m.name} D(" + " ".join(f"{k}={_num(v)}" for k, v in params) + ")"
+
+
+def _option(key: str, value: float | str | bool) -> str:
+    if value is True:
+        return key
+    return f"{key}={value if isinstance(value, str) else _num(value)}"
+
+
+def _validate(netlist: Netlist) -> None:
+    """Reject netlists that could not be written as SPICE or that refer to missing things."""
+    if "\n" in netlist.title or "\r" in netlist.title:
+        raise ValueError("Netlist.title must be one line (SPICE uses the first line as title)")
+    names = _check_elements(netlist)
+    for key, model in netlist.models.items():
+        if key != model.name or not _TOKEN_OK.fullmatch(key):
+            raise ValueError(f".models[{key!r}]: key must equal the model's one-word name")
+    for key, value in netlist.options.items():
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        word = isinstance(value, str) and _TOKEN_OK.fullmatch(value) \
+            and parse_spice_number(value) is None
+        if not _TOKEN_OK.fullmatch(key) or not (value is True or number or word):
+            raise ValueError(f".options[{key!r}]: use a number, one word, or True for a flag")
+    for i, a in enumerate(netlist.analyses):
+        if isinstance(a, DCSweep) and not isinstance(
+                names.get(a.source.lower()), (VoltageSource, CurrentSource)):
+            raise ValueError(f".analyses[{i}]: .dc source {a.source!r} is not a V or I source")
+
+
+def _check_elements(netlist: Netlist) -> dict[str, Element]:
+    """Element types, names (unique ignoring case), node names and model references."""
+    names: dict[str, Element] = {}
+    spellings: dict[str, str] = {}
+    for i, e in enumerate(netlist.elements):
+        where = f".elements[{i}]"
+        if type(e) not in _LETTER:
+            raise TypeError(f"{where}: {type(e).__name__} is not a netlist element")
+        if not _TOKEN_OK.fullmatch(e.name) or e.name[0].upper() != _LETTER[type(e)]:
+            raise ValueError(f"{where}: name {e.name!r} must be one word starting "
+                             f"with {_LETTER[type(e)]!r}")
+        if e.name.lower() in names:
+            raise ValueError(f"{where}: duplicate element name {e.name!r}")
+        names[e.name.lower()] = e
+        for node in e.nodes:
+            if not _TOKEN_OK.fullmatch(node) or node.lower() == "gnd":
+                raise ValueError(f"{where}: bad node name {node!r} (one word; ground is '0')")
+            if spellings.setdefault(node.lower(), node) != node:
+                raise ValueError(f"{where}: node {node!r} differs from node "
+                                 f"{spellings[node.lower()]!r} only in case (SPICE merges them)")
+        if isinstance(e, Diode) and e.model not in netlist.models:
+            raise ValueError(f"{where}: diode model {e.model!r} is not in .models")
+    return names

@@ -1,0 +1,380 @@
+"""Reader for the SPICE (ngspice) netlist subset that defines a DC problem.
+
+Supported: title line, ``*`` comment lines, ``;`` / ``$`` / ``//`` inline comments, ``+``
+continuation lines, case-insensitive element letters and dot-commands, ``R``, ``D``, ``V``,
+``I`` elements, ``.model NAME D(...)``, ``.op``, ``.dc``, ``.options``/``.option``/``.opt``,
+``.temp``, ``.title``, ``.end``, ``.control``...``.endc`` (skipped), output/other-analysis
+commands (ignored). Anything else that could change the DC solution is a FormatError.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from .._errors import FormatError
+from .._source import read_source
+from ._netlist import (GROUND, CurrentSource, DCSweep, Diode, DiodeModel, Netlist,
+                       OperatingPoint, Resistor, VoltageSource)
+from ._spice_numbers import parse_spice_number
+
+__all__ = ["read_netlist"]
+
+_COMMENT = re.compile(r";|(?:^|(?<=\s))(?:\$|//)")
+_TOKEN = re.compile(r"[()=]|[^\s()=,]+")
+_IGNORED_DOT = {".save", ".print", ".plot", ".probe", ".width", ".tran", ".ac", ".noise",
+                ".tf", ".sens", ".four", ".meas", ".measure", ".disto", ".pz", ".nodeset",
+                ".global", ".csparam", ".echo"}
+_UNSUPPORTED_DOT = {".param", ".func", ".include", ".inc", ".lib", ".subckt", ".ends", ".ic",
+                    ".if", ".elseif", ".else", ".endif", ".step", ".alter", ".endl"}
+_TRANSIENT = {"PULSE", "SIN", "EXP", "PWL", "SFFM", "AM", "TRNOISE", "TRRANDOM"}
+# Diode parameters with no effect on the DC solution at TEMP = TNOM (kept in DiodeModel.params).
+_DIODE_NON_DC = {"TT", "CJO", "CJ0", "CJ", "VJ", "PB", "M", "MJ", "FC", "KF", "AF", "CJP",
+                 "CJSW", "PHP", "MJSW", "FCS", "EG", "XTI", "TNOM", "TRS", "TRS1", "TRS2",
+                 "TBV", "TBV1", "TBV2", "CTA", "CTP", "TCV", "TPB", "TPHP", "TM1", "TM2",
+                 "TTT1", "TTT2", "GAP1", "GAP2", "LEVEL"}
+_DIODE_UNSUPPORTED = {"IKF", "IK", "IKR", "ISR", "NR", "JSW", "ISW", "NBV", "IBVL", "NBVL",
+                      "BVL", "AREA", "PJ", "DTEMP", "TEMP"}
+
+
+@dataclass(frozen=True)
+class _Tok:
+    text: str
+    line: int
+
+
+def read_netlist(path_or_text: str | os.PathLike) -> Netlist:
+    """Parse a SPICE netlist file (or its text) into a :class:`Netlist`.
+
+    Raises FormatError (``file:line: problem. what to do``) for anything malformed or unsupported.
+    """
+    name, text = read_source(path_or_text)
+    return _Reader(name).parse(text)
+
+
+class _Reader:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.elements: list = []
+        self.element_lines: dict[str, int] = {}
+        self.models: dict[str, tuple[DiodeModel, int]] = {}
+        self.analyses: list = []
+        self.options: dict[str, float | str | bool] = {}
+        self.temperature: float | None = None
+        self.title = ""
+        self.nodes: dict[str, str] = {}
+        self.lines_read = 0
+
+    def error(self, where: _Tok | int, problem: str, hint: str = "") -> FormatError:
+        line = where.line if isinstance(where, _Tok) else where
+        return FormatError(self.path, line, problem, hint)
+
+    def parse(self, text: str) -> Netlist:
+        lines = text.splitlines()
+        if not lines:
+            raise self.error(1, "empty netlist", "the first line is the title, then the elements")
+        self.title = lines[0]
+        self.lines_read = len(lines)
+        for card in self._cards(lines):
+            self._card(card)
+        return self._finish()
+
+    def _cards(self, lines: list[str]):
+        """Logical lines as token lists: comments removed, ``+`` lines joined, .control skipped."""
+        card: list[_Tok] = []
+        control_line = 0
+        for number, raw in enumerate(lines[1:], start=2):
+            stripped = raw.strip()
+            head = stripped.split(None, 1)[0].lower() if stripped else ""
+            if control_line:
+                control_line = 0 if head == ".endc" else control_line
+                continue
+            if not stripped or stripped.startswith("*"):
+                continue
+            body = _COMMENT.split(stripped, maxsplit=1)[0].strip()
+            if not body:
+                continue
+            if body.startswith("+"):
+                if not card:
+                    raise self.error(number, "continuation line '+' with no card before it",
+                                     "remove the '+' or join it to an element line")
+                card += _tokens(body[1:], number)
+                continue
+            if card:
+                yield card
+            card = _tokens(body, number)
+            if head == ".control":
+                control_line, card = number, []
+            elif head == ".end":
+                return
+        if control_line:
+            raise self.error(control_line, ".control block is never closed",
+                             "add a '.endc' line after it")
+        if card:
+            yield card
+
+    def _card(self, card: list[_Tok]) -> None:
+        head = card[0]
+        if head.text.startswith("."):
+            return self._dot(card)
+        handler = {"R": self._resistor, "D": self._diode, "V": self._source,
+                   "I": self._source}.get(head.text[0].upper())
+        if handler is None:
+            raise self.error(head, f"element {head.text!r}: type '{head.text[0].upper()}' is "
+                                   "not supported", "only R, D, V and I elements are supported")
+        key = head.text.lower()
+        if key in self.element_lines:
+            raise self.error(head, f"duplicate element name {head.text!r} (first defined on "
+                                   f"line {self.element_lines[key]})", "rename one of them")
+        self.element_lines[key] = head.line
+        self.elements.append(handler(card))
+
+    # ----- elements -------------------------------------------------------------------
+    def _node(self, card: list[_Tok], index: int, what: str) -> str:
+        if index >= len(card) or card[index].text in "()=":
+            tok = card[min(index, len(card) - 1)]
+            raise self.error(tok, f"{card[0].text}: missing {what}",
+                             f"write it as '{_usage(card[0].text)}'")
+        node = card[index].text
+        if node.lower() in ("0", "gnd"):
+            return GROUND
+        return self.nodes.setdefault(node.lower(), node)
+
+    def _number(self, tok: _Tok, what: str) -> float:
+        value = parse_spice_number(tok.text)
+        if value is None:
+            raise self.error(tok, f"bad number {tok.text!r} for {what}",
+                             "use a number such as 4.7k, 1e-3, 10meg or 2.5u")
+        return value
+
+    def _resistor(self, card: list[_Tok]) -> Resistor:
+        name = card[0].text
+        n1, n2 = self._node(card, 1, "node 1"), self._node(card, 2, "node 2")
+        positional, params = self._params(card[3:], {"r", "resistance", "m", "ac", "noisy"})
+        if len(positional) > 1:
+            raise self.error(positional[1], f"{name}: unexpected {positional[1].text!r}",
+                             "semiconductor resistor models and other options are not supported")
+        value_tok = positional[0] if positional else params.get("r") or params.get("resistance")
+        if value_tok is None:
+            raise self.error(card[-1], f"{name}: missing resistance value",
+                             f"write it as '{_usage(name)}'")
+        value = self._number(value_tok, f"{name} resistance")
+        if "m" in params:
+            value /= self._number(params["m"], f"{name} multiplier m")
+        if value == 0.0:
+            raise self.error(value_tok, f"{name}: resistance must be non-zero",
+                             "use a voltage source of 0 V for a short circuit")
+        return Resistor(name, n1, n2, value)
+
+    def _diode(self, card: list[_Tok]) -> Diode:
+        name = card[0].text
+        anode, cathode = self._node(card, 1, "anode"), self._node(card, 2, "cathode")
+        if len(card) < 4 or card[3].text in "()=":
+            raise self.error(card[-1], f"{name}: missing model name", f"write '{_usage(name)}'")
+        model = card[3]
+        positional, params = self._params(card[4:], {"area", "m", "ic", "off"})
+        area = 1.0
+        for tok in positional:
+            if tok.text.lower() == "off":
+                continue
+            area = self._number(tok, f"{name} area")
+        if "area" in params:
+            area = self._number(params["area"], f"{name} area")
+        if "m" in params:
+            area *= self._number(params["m"], f"{name} multiplier m")
+        if not area > 0.0:
+            raise self.error(card[0], f"{name}: area must be positive")
+        return Diode(name, anode, cathode, model.text, area)
+
+    def _source(self, card: list[_Tok]) -> VoltageSource | CurrentSource:
+        name = card[0].text
+        pos, neg = self._node(card, 1, "+ node"), self._node(card, 2, "- node")
+        dc, transient, rest, i = None, False, card[3:], 0
+        while i < len(rest):
+            word = rest[i].text.upper()
+            if word == "DC":
+                i += 2 if i + 1 < len(rest) and rest[i + 1].text == "=" else 1
+                if i >= len(rest):
+                    raise self.error(rest[-1], f"{name}: missing value after DC",
+                                     f"write '{_usage(name)}'")
+                dc, i = self._number(rest[i], f"{name} DC value"), i + 1
+            elif word in ("AC", "DISTOF1", "DISTOF2"):
+                i = _skip_numbers(rest, i + 1, 2)
+            elif word in _TRANSIENT:
+                transient, i = True, _skip_function(rest, i + 1)
+            elif dc is None and parse_spice_number(rest[i].text) is not None:
+                dc, i = self._number(rest[i], f"{name} value"), i + 1
+            else:
+                raise self.error(rest[i], f"{name}: unexpected {rest[i].text!r}",
+                                 f"write '{_usage(name)}'")
+        if dc is None and transient:
+            raise self.error(card[0], f"{name}: only a transient waveform is given",
+                             "add 'DC value' for the DC operating point")
+        cls = VoltageSource if name[0].upper() == "V" else CurrentSource
+        return cls(name, pos, neg, 0.0 if dc is None else dc)
+
+    def _params(self, tokens: list[_Tok], allowed: set[str]):
+        """Split ``key = value`` pairs from positional tokens; refuse keys not in ``allowed``."""
+        positional, params, i = [], {}, 0
+        while i < len(tokens):
+            if i + 1 < len(tokens) and tokens[i + 1].text == "=":
+                key = tokens[i].text.lower()
+                if i + 2 >= len(tokens) or tokens[i + 2].text in "()=":
+                    raise self.error(tokens[i + 1], f"missing value after '{tokens[i].text}='")
+                if key not in allowed:
+                    raise self.error(tokens[i], f"parameter {tokens[i].text!r} is not supported",
+                                     "supported: " + ", ".join(sorted(allowed)))
+                params[key], i = tokens[i + 2], i + 3
+            elif tokens[i].text in "()=":
+                raise self.error(tokens[i], f"unexpected {tokens[i].text!r}")
+            else:
+                positional.append(tokens[i])
+                i += 1
+        return positional, params
+
+    # ----- dot-commands ---------------------------------------------------------------
+    def _dot(self, card: list[_Tok]) -> None:
+        head = card[0]
+        command = head.text.lower()
+        handlers = {".model": self._model, ".op": self._op, ".dc": self._dc,
+                    ".options": self._options, ".option": self._options, ".opt": self._options,
+                    ".temp": self._temp, ".title": self._title}
+        if command in handlers:
+            handlers[command](card)
+        elif command in _UNSUPPORTED_DOT:
+            raise self.error(head, f"{head.text} is not supported (it can change the DC "
+                                   "solution)", "expand it into plain R, D, V, I elements")
+        elif command not in _IGNORED_DOT:
+            raise self.error(head, f"unknown dot-command {head.text!r}",
+                             "supported: .model .op .dc .options .temp .title .end .control")
+
+    def _model(self, card: list[_Tok]) -> None:
+        if len(card) < 3:
+            raise self.error(card[0], ".model needs a name and a type",
+                             "write '.model NAME D(IS=1e-14 N=1)'")
+        name, kind = card[1], card[2]
+        if kind.text.upper() != "D":
+            raise self.error(kind, f"model type {kind.text!r} of {name.text!r} is not supported",
+                             "only diode models (type D) are supported")
+        if name.text.lower() in self.models:
+            raise self.error(name, f"duplicate .model {name.text!r} (first on line "
+                                   f"{self.models[name.text.lower()][1]})", "rename one")
+        tokens = [t for t in card[3:] if t.text not in "()"]
+        allowed = {"IS", "JS", "N", "RS", "BV", "IBV"} | _DIODE_NON_DC | _DIODE_UNSUPPORTED
+        positional, raw = self._params(tokens, {k.lower() for k in allowed})
+        if positional:
+            raise self.error(positional[0], f"expected NAME=value in .model, got "
+                                            f"{positional[0].text!r}")
+        values = {k.upper(): self._number(t, f"{name.text} {k.upper()}") for k, t in raw.items()}
+        for key in values.keys() & _DIODE_UNSUPPORTED:
+            raise self.error(raw[key.lower()], f"diode parameter {key} is not supported",
+                             "only IS, N, RS (and BV, IBV) affect the DC model here")
+        if values.get("LEVEL", 1.0) != 1.0:
+            raise self.error(raw["level"], "only diode LEVEL=1 is supported")
+        core = {"IS": values.pop("IS", values.pop("JS", 1e-14)), "N": values.pop("N", 1.0),
+                "RS": values.pop("RS", 0.0), "BV": values.pop("BV", None),
+                "IBV": values.pop("IBV", 1e-3)}
+        model = DiodeModel(name.text, params=tuple(values.items()), **core)
+        self.models[name.text.lower()] = (model, name.line)
+
+    def _op(self, card: list[_Tok]) -> None:
+        self.analyses.append(OperatingPoint())
+
+    def _dc(self, card: list[_Tok]) -> None:
+        if len(card) != 5:
+            hint = ("nested sweeps (a second source) are not supported" if len(card) > 5
+                    else "write '.dc SOURCE start stop step'")
+            raise self.error(card[0], f".dc needs a source and 3 numbers, got {len(card) - 1} "
+                                      "items", hint)
+        start, stop, step = (self._number(t, ".dc value") for t in card[2:5])
+        if step == 0.0 or (stop - start) * step < 0.0:
+            raise self.error(card[4], f".dc step {card[4].text} does not lead from {card[2].text} "
+                                      f"to {card[3].text}", "give a step with the sign of stop - start")
+        self.analyses.append((DCSweep(card[1].text, start, stop, step), card[1]))
+
+    def _options(self, card: list[_Tok]) -> None:
+        positional, params = self._params(card[1:], _AnyKey())
+        for tok in positional:
+            self.options[tok.text.lower()] = True
+        for key, tok in params.items():
+            number = parse_spice_number(tok.text)
+            self.options[key] = tok.text if number is None else number
+
+    def _temp(self, card: list[_Tok]) -> None:
+        if len(card) != 2:
+            raise self.error(card[0], ".temp needs exactly one temperature",
+                             "write '.temp 27' (degrees Celsius)")
+        self.temperature = self._number(card[1], ".temp")
+
+    def _title(self, card: list[_Tok]) -> None:
+        self.title = " ".join(t.text for t in card[1:])
+
+    # ----- checks across cards --------------------------------------------------------
+    def _finish(self) -> Netlist:
+        if not self.elements:
+            raise self.error(self.lines_read, "the netlist has no elements",
+                             "add R, D, V or I lines after the title line")
+        elements = []
+        for element in self.elements:
+            if isinstance(element, Diode):
+                found = self.models.get(element.model.lower())
+                if found is None:
+                    raise self.error(self.element_lines[element.name.lower()],
+                                     f"{element.name}: diode model {element.model!r} is not "
+                                     "defined", f"add '.model {element.model} D(IS=... N=...)'")
+                element = Diode(element.name, element.anode, element.cathode, found[0].name,
+                                element.area)
+            elements.append(element)
+        by_name = {e.name.lower(): e for e in elements}
+        analyses = []
+        for analysis in self.analyses:
+            if isinstance(analysis, tuple):
+                analysis, tok = analysis
+                source = by_name.get(analysis.source.lower())
+                if not isinstance(source, (VoltageSource, CurrentSource)):
+                    raise self.error(tok, f".dc sweeps {tok.text!r}, which is not a V or I "
+                                          "source", "sweep an independent source")
+                analysis = DCSweep(source.name, analysis.start, analysis.stop, analysis.step)
+            analyses.append(analysis)
+        temperature = self.temperature
+        if temperature is None:
+            temp_option = self.options.get("temp", 27.0)
+            temperature = temp_option if isinstance(temp_option, float) else 27.0
+        models = {m.name: m for m, _ in self.models.values()}
+        return Netlist(self.title, tuple(elements), models, tuple(analyses), self.options,
+                       temperature)
+
+
+class _AnyKey:
+    """An 'allowed keys' set that allows everything (for .options)."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+
+def _tokens(text: str, line: int) -> list[_Tok]:
+    return [_Tok(t, line) for t in _TOKEN.findall(text)]
+
+
+def _usage(name: str) -> str:
+    return {"R": f"{name} n1 n2 value", "D": f"{name} anode cathode model",
+            "V": f"{name} pos neg DC value", "I": f"{name} pos neg DC value"}.get(
+        name[:1].upper(), name)
+
+
+def _skip_numbers(tokens: list[_Tok], i: int, most: int) -> int:
+    for _ in range(most):
+        if i < len(tokens) and parse_spice_number(tokens[i].text) is not None:
+            i += 1
+    return i
+
+
+def _skip_function(tokens: list[_Tok], i: int) -> int:
+    """Skip a waveform's arguments: ``( ... )`` or bare numbers."""
+    if i < len(tokens) and tokens[i].text == "(":
+        while i < len(tokens) and tokens[i].text != ")":
+            i += 1
+        return i + 1
+    while i < len(tokens) and parse_spice_number(tokens[i].text) is not None:
+        i += 1
+    return i

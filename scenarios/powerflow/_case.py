@@ -1,0 +1,96 @@
+"""An AC power-flow case as frozen data, per unit on ``base_mva`` and angles in degrees.
+
+Field names follow the validation JSON (``acpf/README.md``): only in-service branches and
+generators, bus types ``"PQ"``, ``"PV"``, ``"slack"``, ``Pg`` None for the slack, ``Qg`` None
+for PV and slack buses, ``Vset`` for PV and slack, ``tap`` 1.0 for lines.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["BUS_TYPES", "Bus", "Branch", "Generator", "PowerCase"]
+
+BUS_TYPES = ("PQ", "PV", "slack")
+
+
+@dataclass(frozen=True)
+class Bus:
+    """A bus; ``index`` is its 0-based row (used by branches), ``id`` the case's bus number."""
+
+    index: int
+    id: int
+    type: str
+    Pd: float
+    Qd: float
+    Pg: float | None
+    Qg: float | None
+    Vset: float | None
+    Va_set_deg: float | None
+    Gs: float
+    Bs: float
+    base_kv: float = 0.0
+    n_generators: int = 0
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A line or transformer (MATPOWER pi model, ideal transformer ``tap * exp(j shift)`` at FROM)."""
+
+    index: int
+    from_bus: int
+    to_bus: int
+    from_index: int
+    to_index: int
+    r: float
+    x: float
+    b: float
+    tap: float = 1.0
+    shift_deg: float = 0.0
+    is_transformer: bool = False
+
+
+@dataclass(frozen=True)
+class Generator:
+    """An in-service generator (information; the bus fields carry what the equations need)."""
+
+    bus: int
+    bus_index: int
+    Pg: float
+    Qg: float
+    Vg: float
+
+
+@dataclass(frozen=True)
+class PowerCase:
+    """Buses, in-service branches and generators; ``notes`` says what the reader changed or dropped."""
+
+    name: str
+    base_mva: float
+    buses: tuple[Bus, ...]
+    branches: tuple[Branch, ...]
+    generators: tuple[Generator, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def bus(self, bus_id: int) -> Bus:
+        """The bus with case bus number ``bus_id``."""
+        for bus in self.buses:
+            if bus.id == bus_id:
+                return bus
+        raise KeyError(f"case {self.name!r} has no bus {bus_id}")
+
+    def bus_array(self, field: str) -> np.ndarray:
+        """One bus field for all buses, e.g. ``bus_array("Pd")`` (numbers: float64, None -> NaN)."""
+        return _column(self.buses, field)
+
+    def branch_array(self, field: str) -> np.ndarray:
+        """One branch field for all branches, e.g. ``branch_array("from_index")`` (ints stay ints)."""
+        return _column(self.branches, field)
+
+
+def _column(items: tuple, field: str) -> np.ndarray:
+    values = [getattr(item, field) for item in items]
+    if any(v is None or isinstance(v, float) for v in values):
+        return np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
+    return np.asarray(values)

@@ -1,0 +1,165 @@
+"""MATPOWER case reader and validation-JSON reader: data, PYPOWER conventions, errors."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scenarios.powerflow import FormatError, read_case_json, read_matpower
+
+DATA = Path(__file__).parent / "data" / "acpf"
+
+
+@pytest.mark.parametrize("case", ["case9", "case14", "case30"])
+def test_m_file_matches_json(case: str) -> None:
+    m = read_matpower(DATA / f"{case}.m")
+    j = read_case_json(DATA / f"{case}.json")
+    assert (m.name, m.base_mva, m.notes) == (case, j.base_mva, ())
+    assert len(m.buses) == len(j.buses) and len(m.branches) == len(j.branches)
+    for a, b in zip(m.buses + m.branches + m.generators, j.buses + j.branches + j.generators):
+        for field in dataclasses.fields(a):
+            x, y = getattr(a, field.name), getattr(b, field.name)
+            if isinstance(y, float):
+                y = pytest.approx(y, rel=1e-12, abs=1e-15)
+            assert x == y, (a, field.name)
+
+
+def test_json_reader_keeps_reference_fields() -> None:
+    raw = json.loads((DATA / "case89pegase.json").read_text())
+    case = read_case_json(DATA / "case89pegase.json")
+    assert (len(case.buses), len(case.branches)) == (89, 210)
+    assert int(np.sum(case.branch_array("shift_deg") != 0.0)) == 3
+    assert int(np.sum(case.branch_array("tap") != 1.0)) == 32
+    slack = [b for b in case.buses if b.type == "slack"]
+    assert len(slack) == 1 and slack[0].Pg is None and slack[0].Vset is not None
+    assert case.bus(raw["buses"][5]["id"]).Pd == raw["buses"][5]["Pd"]
+    assert case.branch_array("from_index").dtype.kind == "i"
+    assert case.bus_array("type").tolist().count("slack") == 1
+    assert np.isnan(case.bus_array("Qg")[case.bus_array("Vset") == case.bus_array("Vset")]).all()
+
+
+FEATURES = """\
+function mpc = feature_case
+%% a case exercising the syntax subset
+mpc.version = '2';
+mpc.baseMVA = 50;
+mpc.bus = [
+  1 3 0 0 0 0 1 1.02 5 230 1 1.1 0.9;   % slack at 5 degrees
+  2, 2, 20, 10, 0, 0, 1, 1, 0, 230, 1, 1.1, 0.9;
+  3 2 30 15 1 2 1 1 0 230 1 1.1 0.9 ; 4 1 10 5 0 -5 1 1 0 ...
+     230 1 1.1 0.9
+  5 4 0 0 0 0 1 1 0 230 1 1.1 0.9
+];
+mpc.gen = [
+  1 0 0 100 -100 1.02 100 1 200 0;
+  2 20 5 100 -100 1.01 100 1 200 0;
+  2 10 3 100 -100 1.03 100 1 200 0;
+  3 40 0 100 -100 1.0 100 0 200 0;
+  4 5 2 100 -100 1.0 100 1 200 0;
+  5 5 2 100 -100 1.0 100 1 200 0;
+];
+mpc.branch = [
+  1 2 0.01 0.1 0.02 0 0 0 0 0 1 -360 360;
+  2 3 0.01 -0.05 0 0 0 0 0.95 -3 1 -360 360;
+  3 4 0.02 0.2 0 0 0 0 1 0 1 -360 360;
+  1 4 0.02 0.2 0 0 0 0 0 0 0 -360 360;
+  4 5 0.02 0.2 0 0 0 0 0 0 1 -360 360;
+];
+mpc.gencost = [2 0 0 3 0.1 1 0];
+mpc.bus_name = { 'one'; 'two; [not data]'; 'three'; 'four'; 'five' };
+"""
+
+
+def test_feature_case_follows_pypower_conventions() -> None:
+    case = read_matpower(FEATURES)
+    assert case.name == "feature_case" and case.base_mva == 50.0
+    assert [(b.id, b.type) for b in case.buses] == [(1, "slack"), (2, "PV"), (3, "PQ"),
+                                                    (4, "PQ")]
+    slack, pv, pq3, pq4 = case.buses
+    assert (slack.Pg, slack.Qg, slack.Vset, slack.Va_set_deg) == (None, None, 1.02, 5.0)
+    assert (pv.Pg, pv.Qg, pv.Vset, pv.n_generators) == (pytest.approx(0.6), None, 1.03, 2)
+    assert (pq3.Pg, pq3.Qg, pq3.Vset, pq3.Gs, pq3.Bs) == (0.0, 0.0, None, 0.02, 0.04)
+    assert (pq4.Pd, pq4.Pg, pq4.Qg, pq4.Bs) == (0.2, 0.1, 0.04, -0.1)
+    assert [(br.from_bus, br.to_bus, br.from_index, br.to_index) for br in case.branches] == [
+        (1, 2, 0, 1), (2, 3, 1, 2), (3, 4, 2, 3)]
+    line, xfmr, unit_tap = case.branches
+    assert (line.tap, line.is_transformer, line.b) == (1.0, False, 0.02)
+    assert (xfmr.x, xfmr.tap, xfmr.shift_deg, xfmr.is_transformer) == (-0.05, 0.95, -3.0, True)
+    assert (unit_tap.tap, unit_tap.is_transformer) == (1.0, True)
+    assert len(case.generators) == 4
+    assert any("isolated" in n for n in case.notes)
+    assert any("bus 3 (PV) has no in-service generator" in n for n in case.notes)
+    assert any("1 out-of-service branch" in n for n in case.notes)
+    assert any("1 out-of-service generator" in n for n in case.notes)
+
+
+def test_first_pv_bus_becomes_slack_when_the_slack_has_no_generator() -> None:
+    text = FEATURES.replace("  1 0 0 100 -100 1.02 100 1 200 0;", "  1 0 0 100 -100 1.02 100 0 200 0;")
+    case = read_matpower(text)
+    assert [b.type for b in case.buses[:2]] == ["PQ", "slack"]
+    assert case.buses[1].Va_set_deg == 0.0 and case.buses[1].Pg is None
+
+
+BUS = "mpc.bus = [\n 1 3 0 0 0 0 1 1 0 230 1 1.1 0.9;\n 2 1 10 5 0 0 1 1 0 230 1 1.1 0.9;\n];\n"
+GEN = "mpc.gen = [\n 1 0 0 100 -100 1 100 1 200 0;\n];\n"
+BRANCH = "mpc.branch = [\n 1 2 0.01 0.1 0 0 0 0 0 0 1 -360 360;\n];\n"
+HEAD = "function mpc = bad\nmpc.version = '2';\nmpc.baseMVA = 100;\n"
+
+
+def test_minimal_case_reads() -> None:
+    case = read_matpower(HEAD + BUS + GEN + BRANCH)
+    assert [b.type for b in case.buses] == ["slack", "PQ"] and len(case.branches) == 1
+
+
+ERRORS = [
+    (HEAD + BUS + GEN + "mpc.branch = [\n 1 2 0.01 0.1 0 0 0 0 0 0 1 -360 360;\n", 11,
+     "mpc.branch is never closed"),
+    (HEAD + BUS.replace("0.9;\n 2", "0.9;\n 2x"), 6, "bad number '2x'"),
+    (HEAD + BUS + GEN + BRANCH.replace(" 0 1 -360 360", ""), 12, "needs at least 11"),
+    (HEAD + BUS.replace(" 1.1 0.9;\n 2", " 1.1;\n 2") + GEN + BRANCH, 6, "row has 13 columns"),
+    (HEAD + BUS + GEN, 10, "mpc.branch is missing"),
+    (HEAD + "mpc.bus(:, 3) = 0;\n", 4, "unsupported statement"),
+    (HEAD.replace("'2'", "'1'") + BUS + GEN + BRANCH, 2, "version '1' is not supported"),
+    (HEAD + BUS + GEN + BRANCH.replace(" 1 2 0.01", " 1 7 0.01"), 12, "unknown bus 7"),
+    (HEAD + BUS.replace(" 2 1 10", " 1 1 10") + GEN + BRANCH, 6, "duplicate bus number 1"),
+    (HEAD + BUS.replace(" 2 1 10", " 2 7 10") + GEN + BRANCH, 6, "type 7"),
+    (HEAD + BUS.replace(" 1 3 0", " 1 1 0") + GEN + BRANCH, 5, "no slack bus"),
+    (HEAD + BUS + GEN + BRANCH + "mpc.dcline = [\n 1 2 1 10 0 0 0 1 1 0 0 0 0 0 0 0 0;\n];\n",
+     14, "mpc.dcline"),
+    (HEAD.replace("mpc.baseMVA = 100;\n", "") + BUS + GEN + BRANCH, 12, "mpc.baseMVA is missing"),
+]
+
+
+@pytest.mark.parametrize("text, line, words", ERRORS, ids=[e[2] for e in ERRORS])
+def test_malformed_case_names_file_line_and_problem(tmp_path: Path, text: str, line: int,
+                                                    words: str) -> None:
+    path = tmp_path / "bad.m"
+    path.write_text(text)
+    with pytest.raises(FormatError) as info:
+        read_matpower(path)
+    assert (info.value.path, info.value.line) == (str(path), line)
+    assert str(info.value).startswith(f"{path}:{line}: ") and words in str(info.value)
+
+
+def test_truncated_case_file(tmp_path: Path) -> None:
+    text = (DATA / "case14.m").read_text()
+    path = tmp_path / "case14_cut.m"
+    path.write_text(text[: text.index("mpc.gencost") - 200])
+    with pytest.raises(FormatError, match=r"case14_cut.m:\d+: matrix mpc.branch is never closed"):
+        read_matpower(path)
+
+
+@pytest.mark.parametrize("text, line, words", [
+    ('{"base_mva": 100,\n "buses": [,]}', 2, "invalid JSON"),
+    ('{"base_mva": 100, "buses": [{"index": 0}], "branches": []}', None, ".buses[0]: missing"),
+    ('{"base_mva": 100, "buses": []}', None, "missing branches"),
+])
+def test_malformed_json(tmp_path: Path, text: str, line, words: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(FormatError) as info:
+        read_case_json(path)
+    assert info.value.line == line and str(path) in str(info.value) and words in str(info.value)

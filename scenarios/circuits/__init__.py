@@ -1,12 +1,27 @@
-"""Nonlinear DC circuits: the SPICE netlist subset (R, D, V, I, .model D, .op, .dc) as data."""
+"""Nonlinear DC circuits: the SPICE netlist subset (R, D, V, I, .model D, .op, .dc) and its physics.
+
+Read a deck (``read_netlist``), build its graph (``build_circuit``: one shared ``Node`` object
+per node name), solve the operating point from 0 V (``solve_circuit``) or a ``.dc`` sweep in
+one batched solve (``sweep_circuit``), and read results by name (``result.voltage("n3")``).
+The element classes are in :mod:`scenarios.circuits.elements` (their names match the netlist
+cards'). Generators of scale-test circuits: ``grid_netlist``, ``diode_ladder_netlist``.
+"""
 from .._errors import FormatError
+from . import _elements as elements
+from ._build import build_circuit, thermal_voltage
+from ._elements import Circuit
 from ._netlist import (GROUND, CurrentSource, DCSweep, Diode, DiodeModel, Netlist,
                        OperatingPoint, Resistor, VoltageSource)
+from ._solve import (ATOL, RTOL, CircuitResult, CircuitSweep, default_solver, solve_circuit,
+                     source_path, sweep_circuit)
 from ._spice_numbers import format_spice_number, parse_spice_number
 from ._spice_reader import read_netlist
+from ._topology import CircuitError, FloatingNodeError, VoltageLoopError
 
 __all__ = [
-    "GROUND", "CurrentSource", "DCSweep", "Diode", "DiodeModel", "FormatError", "Netlist",
-    "OperatingPoint", "Resistor", "VoltageSource", "format_spice_number", "parse_spice_number",
-    "read_netlist",
+    "ATOL", "Circuit", "CircuitError", "CircuitResult", "CircuitSweep", "CurrentSource",
+    "DCSweep", "Diode", "DiodeModel", "FloatingNodeError", "FormatError", "GROUND", "Netlist",
+    "OperatingPoint", "RTOL", "Resistor", "VoltageLoopError", "VoltageSource", "build_circuit",
+    "default_solver", "elements", "format_spice_number", "parse_spice_number", "read_netlist",
+    "solve_circuit", "source_path", "sweep_circuit", "thermal_voltage",
 ]

@@ -1,8 +1,20 @@
-"""AC power flow: MATPOWER version-2 case files and the validation JSON as PowerCase data."""
+"""AC power flow: MATPOWER version-2 case files and the validation JSON as PowerCase data, the
+element graph of a case (``build_powerflow``), its solution by bus number and sweeps.
+
+The reader's data classes keep the short names (``Bus``, ``Branch``, ``Generator``); the element
+classes of the graph live in :mod:`scenarios.powerflow.elements`.
+"""
 from .._errors import FormatError
+from .._islands import IslandError
+from . import _elements as elements
 from ._case import BUS_TYPES, Branch, Bus, Generator, PowerCase
 from ._case_json import read_case_json
+from ._elements import PowerGraph
 from ._matpower import read_matpower
+from ._model import (DEFAULT_METHOD, SWEEP_PARAMETERS, BusResult, PowerModel, PowerResult,
+                     PowerSweep, build_powerflow)
 
-__all__ = ["BUS_TYPES", "Branch", "Bus", "FormatError", "Generator", "PowerCase",
-           "read_case_json", "read_matpower"]
+__all__ = ["BUS_TYPES", "Branch", "Bus", "BusResult", "DEFAULT_METHOD", "FormatError",
+           "Generator", "IslandError", "PowerCase", "PowerGraph", "PowerModel", "PowerResult",
+           "PowerSweep", "SWEEP_PARAMETERS", "build_powerflow", "elements", "read_case_json",
+           "read_matpower"]

@@ -1,0 +1,189 @@
+"""``python -m scenarios``: list the scenarios, run one (sweep, plot, JSON), or take the tour.
+
+Exit codes: 0 success, 1 a solve did not converge (the table says which), 2 a usage or input
+error (one line on stderr, no traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ._cli_domains import SCENARIOS, ScenarioUnavailable
+from ._cli_report import Report, SweepSpec
+
+__all__ = ["main", "parse_sweep"]
+
+
+class UsageError(Exception):
+    """A command-line mistake: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line instead of usage + message
+        raise UsageError(f"{message} (see python -m scenarios --help)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m scenarios", description="Physics scenarios solved as "
+                     "simgraph object graphs.")
+    sub = parser.add_subparsers(dest="command", metavar="{list,run,demo}", parser_class=_Parser)
+    sub.add_parser("list", help="list the scenarios and their shipped examples")
+    run = sub.add_parser("run", help="run one scenario")
+    run.add_argument("name", help=f"one of {', '.join(SCENARIOS)}")
+    run.add_argument("--input", metavar="FILE", help="input file (default: the shipped example)")
+    run.add_argument("--sweep", metavar="PARAM=START:STOP:COUNT",
+                     help="solve for COUNT evenly spaced values of PARAM in batched solves")
+    run.add_argument("--plot", metavar="FILE.png", help="write a plot (needs matplotlib)")
+    run.add_argument("--json", metavar="FILE", help="write the solution as JSON")
+    demo = sub.add_parser("demo", help="a short tour of every scenario on its shipped example")
+    demo.add_argument("--out", metavar="DIR", help="where to write the plots (default: a new "
+                      "temporary directory)")
+    return parser
+
+
+def parse_sweep(text: str) -> SweepSpec:
+    """``PARAM=START:STOP:COUNT`` -> :class:`SweepSpec` (COUNT evenly spaced values)."""
+    param, eq, spec = text.partition("=")
+    parts = spec.split(":")
+    hint = "expected PARAM=START:STOP:COUNT, e.g. heater=0:200:21"
+    if not eq or not param.strip() or len(parts) != 3:
+        raise UsageError(f"bad --sweep {text!r}: {hint}")
+    try:
+        start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
+    except ValueError:
+        raise UsageError(f"bad --sweep {text!r}: START and STOP must be numbers and COUNT an "
+                         f"integer; {hint}") from None
+    if not (math.isfinite(start) and math.isfinite(stop)) or count < 1:
+        raise UsageError(f"bad --sweep {text!r}: START and STOP must be finite and COUNT >= 1")
+    return SweepSpec(param.strip(), np.linspace(start, stop, count))
+
+
+def _scenario(name: str):
+    if name not in SCENARIOS:
+        raise UsageError(f"unknown scenario {name!r}; choose one of {', '.join(SCENARIOS)}")
+    return SCENARIOS[name]
+
+
+def _need_matplotlib():
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError("--plot needs matplotlib, which is not installed: "
+                         "pip install 'simgraph[plot]' (or pip install matplotlib)") from None
+    return matplotlib
+
+
+def write_plot(report: Report, path: str | os.PathLike) -> bool:
+    """Draw ``report`` into ``path`` (PNG etc.); False if no plot helps for this run."""
+    if report.draw is None:
+        return False
+    _need_matplotlib()
+    from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
+    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    report.draw(fig)
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def _write_json(report: Report, path: str | os.PathLike) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(report.json, f, indent=2, allow_nan=True)
+        f.write("\n")
+
+
+def cmd_list() -> int:
+    width = max(map(len, SCENARIOS))
+    for s in SCENARIOS.values():
+        flag = "" if s.available() else "  [not available yet]"
+        print(f"{s.name:<{width}}  {s.description}{flag}")
+        sweep = f"; sweep e.g. --sweep {s.sweep_hint}" if s.sweep_hint else ""
+        print(f"{'':<{width}}  example: {s.example.relative_to(s.example.parents[3])}{sweep}")
+    return 0
+
+
+def cmd_run(args) -> int:
+    scenario = _scenario(args.name)
+    sweep = parse_sweep(args.sweep) if args.sweep else None
+    if args.plot:
+        _need_matplotlib()
+    if args.input is not None and not Path(args.input).is_file():
+        raise UsageError(f"input file {args.input!r} does not exist (or is not a file)")
+    report = scenario.run(args.input, sweep, progress=sys.stderr.isatty())
+    print(report.table())
+    if args.json:
+        _write_json(report, args.json)
+        print(f"wrote {args.json}")
+    if args.plot:
+        if write_plot(report, args.plot):
+            print(f"wrote plot {args.plot}")
+        else:
+            print(f"no plot for this run of {scenario.name} (a --sweep gives one)")
+    return 0 if report.converged else 1
+
+
+def cmd_demo(args) -> int:
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="simgraph-demo-"))
+    out.mkdir(parents=True, exist_ok=True)
+    plotting = _has_matplotlib()
+    status, written = 0, []
+    for scenario in SCENARIOS.values():
+        start = time.perf_counter()
+        sweep = parse_sweep(scenario.demo_sweep) if scenario.demo_sweep else None
+        what = f" (--sweep {scenario.demo_sweep})" if sweep else ""
+        print(f"\n== {scenario.name}{what}: {scenario.description}")
+        try:
+            report = scenario.run(None, sweep, progress=False)
+        except ScenarioUnavailable as err:
+            print(f"   skipped: {err}")
+            continue
+        print(report.table())
+        if plotting and write_plot(report, out / f"{scenario.name}.png"):
+            written.append(out / f"{scenario.name}.png")
+        print(f"   ({time.perf_counter() - start:.1f} s)")
+        status = max(status, 0 if report.converged else 1)
+    if written:
+        print(f"\nplots written to {out}: {', '.join(p.name for p in written)}")
+    elif not plotting:
+        print("\nno plots: matplotlib is not installed (pip install 'simgraph[plot]')")
+    return status
+
+
+def _has_matplotlib() -> bool:
+    try:
+        _need_matplotlib()
+    except UsageError:
+        return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    from simgraph import GraphError
+    from ._errors import FormatError
+    try:
+        args = _parser().parse_args(argv)
+        if args.command is None:
+            raise UsageError("give a command: list, run NAME or demo")
+        return {"list": lambda: cmd_list(), "run": lambda: cmd_run(args),
+                "demo": lambda: cmd_demo(args)}[args.command]()
+    except (UsageError, FormatError, GraphError, ScenarioUnavailable, ValueError, OSError) as err:
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+        return 2
+    except KeyError as err:  # bad names (e.g. a --sweep parameter): the message is args[0]
+        print(f"error: {_one_line(err.args[0] if err.args else err)}", file=sys.stderr)
+        return 2
+
+
+def _one_line(err) -> str:
+    text = str(err).strip()
+    if isinstance(err, OSError) and err.filename:
+        text = f"{err.strerror or text}: {err.filename}"
+    return " ".join(text.split())

@@ -1,0 +1,125 @@
+"""Reading the small JSON input files of the equations, thermal and truss scenarios.
+
+These domains have no community file format, so their inputs are JSON objects of named
+entries. Every check raises :class:`FormatError` naming the file, the key path of the bad
+entry (``.bars.left.EA``) and what to write instead.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any, Iterable
+
+from ._errors import FormatError
+from ._source import read_source
+
+__all__ = ["Spec"]
+
+
+class Spec:
+    """A parsed JSON input document with location-aware accessors (``name`` is the file)."""
+
+    def __init__(self, name: str, doc: dict):
+        self.name, self.doc = name, doc
+
+    @classmethod
+    def load(cls, path_or_text: str | os.PathLike, kind: str) -> "Spec":
+        """Parse a file (or JSON text); ``kind`` ("thermal network", ...) is used in messages."""
+        try:
+            name, text = read_source(path_or_text, text_name="<json>")
+        except OSError as err:
+            raise FormatError(str(path_or_text), None, f"cannot read the {kind} file "
+                              f"({err.strerror or err})", "check the path") from None
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise FormatError(name, err.lineno, f"invalid JSON ({err.msg}, column {err.colno})",
+                              f"a {kind} file is one JSON object") from None
+        if not isinstance(doc, dict):
+            raise FormatError(name, 1, f"expected a JSON object, got {type(doc).__name__}",
+                              f"a {kind} file is one JSON object of named sections")
+        return cls(name, doc)
+
+    def fail(self, where: str, problem: str, hint: str = "") -> FormatError:
+        return FormatError(self.name, None, f"{where}: {problem}", hint)
+
+    def check_keys(self, obj: dict, allowed: Iterable[str], where: str = "") -> None:
+        """Reject keys other than ``allowed`` (typos would otherwise be silently ignored)."""
+        allowed = tuple(allowed)
+        for key in obj:
+            if key not in allowed:
+                raise self.fail(f"{where}.{key}" if where else f".{key}", "unknown key",
+                                f"allowed keys here: {', '.join(allowed)}")
+
+    def section(self, key: str, required: bool = False) -> dict:
+        """The top-level object ``key`` ({} when absent and not required)."""
+        value = self.doc.get(key)
+        if value is None:
+            if required:
+                raise self.fail(f".{key}", "missing section", f'add "{key}": {{...}}')
+            return {}
+        if not isinstance(value, dict) or not value and required:
+            raise self.fail(f".{key}", "expected a non-empty object of named entries",
+                            f'write "{key}": {{"name": ..., ...}}')
+        return value
+
+    def entry(self, value: Any, where: str, allowed: Iterable[str]) -> dict:
+        """An object with only ``allowed`` keys."""
+        if not isinstance(value, dict):
+            raise self.fail(where, f"expected an object, got {json.dumps(value)}",
+                            f"give {{{', '.join(repr(k) for k in allowed)}: ...}}")
+        self.check_keys(value, allowed, where)
+        return value
+
+    def number(self, obj: dict, key: str, where: str, default: Any = None,
+               positive: bool = False, unit: str = "") -> float:
+        """A finite number at ``obj[key]`` (``default`` if absent and a default is given)."""
+        if key not in obj:
+            if default is not None:
+                return default
+            raise self.fail(f"{where}.{key}", "missing", f"give a number{_unit(unit)}")
+        return self.scalar(obj[key], f"{where}.{key}", positive=positive, unit=unit)
+
+    def scalar(self, value: Any, where: str, positive: bool = False, unit: str = "") -> float:
+        """``value`` as a finite (optionally positive) number."""
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not ok or not math.isfinite(value) or (positive and value <= 0):
+            need = "a positive number" if positive else "a finite number"
+            raise self.fail(where, f"expected {need}, got {json.dumps(value)}",
+                            f"give {need}{_unit(unit)}")
+        return float(value)
+
+    def vector(self, obj: dict, key: str, where: str, n: int, default: Any = None,
+               unit: str = "", kind: type = float) -> list:
+        """A list of ``n`` finite numbers (or booleans when ``kind`` is bool)."""
+        if key not in obj and default is not None:
+            return list(default)
+        value = obj.get(key)
+        item_ok = ((lambda v: isinstance(v, bool)) if kind is bool else
+                   (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                    and math.isfinite(v)))
+        if not isinstance(value, list) or len(value) != n or not all(map(item_ok, value)):
+            what = "true/false values" if kind is bool else "numbers"
+            raise self.fail(f"{where}.{key}", f"expected a list of {n} {what}, got "
+                            f"{json.dumps(value)}", f"write e.g. {_example(n, kind)}{_unit(unit)}")
+        return [kind(v) for v in value]
+
+    def ref(self, obj: dict, key: str, where: str, names: Iterable[str], what: str) -> str:
+        """A name that must be one of ``names`` (a reference to another entry)."""
+        names = list(names)
+        value = obj.get(key)
+        if value not in names:
+            problem = "missing" if key not in obj else f"unknown {what} {json.dumps(value)}"
+            raise self.fail(f"{where}.{key}", problem,
+                            f"use one of the {what}s defined: {', '.join(names[:12])}")
+        return value
+
+
+def _unit(unit: str) -> str:
+    return f" in {unit}" if unit else ""
+
+
+def _example(n: int, kind: type) -> str:
+    item = "true" if kind is bool else "0.0"
+    return "[" + ", ".join([item] * n) + "]"

@@ -1,0 +1,98 @@
+"""``build_circuit``: a parsed :class:`Netlist` as a graph of element objects.
+
+Every node name becomes one shared :class:`Node` object; every ``.model`` one shared
+:class:`DiodeModel`; one :class:`Physics` (Vt from the temperature, GMIN from ``.options``)
+is shared by all diodes. Topology errors are found here, before any Newton iteration.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._elements import (Circuit, CurrentSource, Diode, DiodeModel, Ground, Node, Physics,
+                        Resistor, VoltageSource)
+from ._netlist import GROUND, Netlist
+from ._netlist import CurrentSource as CurrentSourceCard
+from ._netlist import Diode as DiodeCard
+from ._netlist import Resistor as ResistorCard
+from ._netlist import VoltageSource as VoltageSourceCard
+from ._topology import check_topology
+
+__all__ = ["build_circuit", "thermal_voltage", "K_BOLTZMANN", "Q_CHARGE", "GMIN_DEFAULT"]
+
+#: ngspice-39's constants (CODATA 2014): Vt(27 C) = 0.025864917007157463 V.
+K_BOLTZMANN = 1.38064852e-23
+Q_CHARGE = 1.6021766208e-19
+GMIN_DEFAULT = 1e-12
+TNOM_DEFAULT = 27.0
+
+
+def thermal_voltage(celsius: float) -> float:
+    """``k T / q`` in volts at ``celsius`` degrees, with ngspice's constants."""
+    return K_BOLTZMANN * (celsius + 273.15) / Q_CHARGE
+
+
+def build_circuit(netlist: Netlist, *, gmin: float | None = None) -> Circuit:
+    """The circuit graph of ``netlist`` (unknowns start at 0 V / 0 A).
+
+    ``gmin`` (S) overrides ``.options gmin`` (default 1e-12, as ngspice). Raises
+    ``CircuitError`` for a floating node, a loop of voltage sources or an unsupported model.
+    """
+    check_topology(netlist)
+    _check_temperature(netlist)
+    gmin = float(netlist.options.get("gmin", GMIN_DEFAULT) if gmin is None else gmin)
+    ground, physics = Ground(), Physics(thermal_voltage(netlist.temperature), gmin)
+    nodes = {name: Node() for name in netlist.nodes}
+    node = lambda name: ground if name == GROUND else nodes[name]  # noqa: E731
+    models = {name: _model(netlist, name) for name in netlist.models}
+    resistors, diodes, vsources, isources, internal = {}, {}, {}, {}, {}
+    for e in netlist.elements:
+        if isinstance(e, ResistorCard):
+            resistors[e.name] = Resistor(node(e.n1), node(e.n2), _resistance(e.name, e.value))
+        elif isinstance(e, DiodeCard):
+            anode = node(e.anode)
+            rs = netlist.models[e.model].RS
+            if rs != 0.0:
+                anode = internal[e.name] = Node()
+                resistors[e.name + "#rs"] = Resistor(node(e.anode), anode,
+                                                     _resistance(e.name + " RS", rs / e.area))
+            diodes[e.name] = Diode(anode, node(e.cathode), models[e.model], physics, e.area)
+        elif isinstance(e, VoltageSourceCard):
+            vsources[e.name] = VoltageSource(node(e.pos), node(e.neg), float(e.dc))
+        elif isinstance(e, CurrentSourceCard):
+            isources[e.name] = CurrentSource(node(e.pos), node(e.neg), float(e.dc))
+    return Circuit(ground, physics, nodes, internal, models, resistors, diodes, vsources,
+                   isources)
+
+
+def _model(netlist: Netlist, name: str) -> DiodeModel:
+    card = netlist.models[name]
+    if card.BV is not None:
+        raise _error(f".model {name}: reverse breakdown (BV={card.BV:g}) is not supported",
+                     "remove BV (and IBV) from the model card; the diode then has no breakdown")
+    if not (card.IS > 0 and card.N > 0 and card.RS >= 0):
+        raise _error(f".model {name}: need IS > 0, N > 0 and RS >= 0, got IS={card.IS:g}, "
+                     f"N={card.N:g}, RS={card.RS:g}", "fix the model card")
+    return DiodeModel(float(card.IS), float(card.N))
+
+
+def _resistance(name: str, value: float) -> float:
+    if value == 0.0 or not math.isfinite(value):
+        raise _error(f"{name}: resistance {value!r} ohm is not usable",
+                     "use a finite non-zero value; short two nodes with a 0 V voltage source")
+    return float(value)
+
+
+def _check_temperature(netlist: Netlist) -> None:
+    tnom = netlist.options.get("tnom", TNOM_DEFAULT)
+    if not np.isclose(netlist.temperature, tnom, rtol=0.0, atol=1e-12):
+        raise _error(f".temp {netlist.temperature:g} differs from TNOM {tnom:g}: temperature "
+                     "scaling of diode parameters is not supported",
+                     "simulate at TNOM (.temp 27) or give parameters measured at that temperature")
+
+
+def _error(problem: str, hint: str):
+    from ._topology import CircuitError
+
+    return CircuitError(f"{problem}. {hint[:1].upper() + hint[1:]}.")

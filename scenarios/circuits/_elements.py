@@ -1,0 +1,192 @@
+"""Element classes of a nonlinear DC circuit, written for one element (the solver vmaps them).
+
+Every non-ground node has one unknown, its voltage, and one equation, Kirchhoff's current law
+(sum of the currents *leaving* the node = 0) that the elements fill through ``contributions``.
+Ground is a node with a fixed 0 V and no equation: elements simply skip it. A voltage source
+adds its current as an unknown and its ``V(pos) - V(neg) = value`` as an equation. The
+physics (Vt, GMIN, the SPICE3 diode law, ``pnjlim``) follows ngspice-39, see
+``../shared/validation/circuits/README.md``.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+import simgraph as sg
+
+__all__ = ["Node", "Ground", "Physics", "DiodeModel", "Resistor", "Diode", "VoltageSource",
+           "CurrentSource", "Circuit", "diode_current", "pnjlim", "U_LINEAR"]
+
+#: Above ``v / (N Vt) = U_LINEAR`` the diode exponential continues as its tangent line, so the
+#: residual is finite for any voltage; ``IS * exp(80)`` exceeds 1e18 A for any IS >= 1e-17 A,
+#: so a real operating point never reaches it.
+U_LINEAR = 80.0
+
+
+class Node(sg.ReffableTreeNode):
+    """A circuit node: its voltage is an unknown; its equation is KCL (filled by elements)."""
+
+    v: jax.Array = sg.unknown(default=0.0)
+
+    def residual(self):
+        return jnp.zeros((), jnp.result_type(self.v))
+
+
+class Ground(sg.ReffableTreeNode):
+    """The reference node (SPICE ``0``): fixed potential, no unknown, no equation."""
+
+    v: jax.Array = 0.0
+
+
+def _kcl(terminal_pairs):
+    """Contributions to KCL, skipping ground (it has no equation)."""
+    return tuple((node, i) for node, i in terminal_pairs if not isinstance(node, Ground))
+
+
+class Physics(sg.ReffableTreeNode):
+    """Conditions shared by every diode: thermal voltage ``vt = kT/q`` (V) and ``gmin`` (S)."""
+
+    vt: jax.Array
+    gmin: jax.Array
+
+
+class DiodeModel(sg.ReffableTreeNode):
+    """A ``.model NAME D(...)`` card, shared by the diodes that use it: IS (A), N."""
+
+    i_s: jax.Array
+    n: jax.Array
+
+
+class Resistor(sg.ReffableTreeNode):
+    """Current ``(V(a) - V(b)) / r`` flows from ``a`` to ``b``."""
+
+    a: Node
+    b: Node
+    r: jax.Array
+
+    def current(self):
+        return (self.a.v - self.b.v) / self.r
+
+    def contributions(self):
+        i = self.current()
+        return _kcl(((self.a, i), (self.b, -i)))
+
+
+def diode_current(v, i_s, vte, gmin):
+    """SPICE3 junction current at ``v = V(anode) - V(cathode)``, GMIN included.
+
+    ``v >= -3 vte``: ``IS (exp(v/vte) - 1) + GMIN v`` (the exponential continued linearly
+    above ``U_LINEAR``); below: ``-IS (1 + (3 vte / (v e))^3) + GMIN v``. Finite, with finite
+    derivatives, for every finite ``v``.
+    """
+    u = v / vte
+    capped = jnp.minimum(u, U_LINEAR)
+    forward = i_s * (jnp.exp(capped) * (1.0 + (u - capped)) - 1.0)
+    knee = -3.0 * vte
+    v_rev = jnp.where(v < knee, v, knee)  # keeps the unused branch (and its gradient) finite
+    reverse = -i_s * (1.0 + (3.0 * vte / (v_rev * math.e)) ** 3)
+    return jnp.where(v < knee, reverse, forward) + gmin * v
+
+
+def pnjlim(v_new, v_old, vte, vcrit):
+    """SPICE's junction-voltage limit (ngspice ``DEVpnjlim``): the voltage to step to instead.
+
+    Above ``vcrit`` a forward step may raise the junction current by about a factor of the
+    step over ``vte`` only (logarithmic damping); a reverse step may at most double ``|v| + 1``.
+    """
+    big = (v_new > vcrit) & (jnp.abs(v_new - v_old) > 2.0 * vte)
+    arg = 1.0 + (v_new - v_old) / vte
+    safe_arg = jnp.where(arg > 0, arg, 1.0)
+    from_on = jnp.where(arg > 0, v_old + vte * jnp.log(safe_arg), vcrit)
+    from_off = vte * jnp.log(jnp.where(v_new > 0, v_new, vte) / vte)
+    forward = jnp.where(v_old > 0, from_on, from_off)
+    floor = jnp.where(v_old > 0, -v_old - 1.0, 2.0 * v_old - 1.0)
+    reverse = jnp.where((v_new < 0) & (v_new < floor), floor, v_new)
+    return jnp.where(big, forward, reverse)
+
+
+class Diode(sg.ReffableTreeNode):
+    """Shockley junction from anode ``a`` to cathode ``b`` with GMIN in parallel.
+
+    ``area`` scales IS. A series resistance RS is a separate :class:`Resistor` to an
+    internal node (the builder adds it), so this element is the junction only.
+    """
+
+    a: Node
+    b: Node
+    model: DiodeModel
+    physics: Physics
+    area: jax.Array = 1.0
+
+    def voltage(self):
+        return self.a.v - self.b.v
+
+    def _vte(self):
+        return self.model.n * self.physics.vt
+
+    def current(self):
+        """Junction current (A), GMIN included, as ngspice's ``@d[id]``."""
+        return diode_current(self.voltage(), self.model.i_s * self.area, self._vte(),
+                             self.physics.gmin)
+
+    def contributions(self):
+        i = self.current()
+        return _kcl(((self.a, i), (self.b, -i)))
+
+    def step_limit(self, new):
+        """The fraction of the Newton step that ``pnjlim`` lets this junction take."""
+        vte = self._vte()
+        vcrit = vte * jnp.log(vte / (math.sqrt(2.0) * self.model.i_s * self.area))
+        v_old, v_new = self.voltage(), new.voltage()
+        limited = pnjlim(v_new, v_old, vte, vcrit)
+        dv = v_new - v_old
+        moved = jnp.abs(dv) > 0
+        frac = (limited - v_old) / jnp.where(moved, dv, 1.0)
+        return jnp.where(moved, jnp.clip(frac, 1e-6, 1.0), 1.0)
+
+
+class VoltageSource(sg.ReffableTreeNode):
+    """``V(pos) - V(neg) = value``; ``i`` (unknown) flows into ``pos``, through, out of ``neg``
+    (ngspice's ``i(vname)``: negative when the source delivers power)."""
+
+    pos: Node
+    neg: Node
+    value: jax.Array
+    i: jax.Array = sg.unknown(default=0.0)
+
+    def residual(self):
+        return self.pos.v - self.neg.v - self.value
+
+    def contributions(self):
+        return _kcl(((self.pos, self.i), (self.neg, -self.i)))
+
+
+class CurrentSource(sg.ReffableTreeNode):
+    """``value`` amperes flow through the source from ``pos`` to ``neg`` (leave ``pos``)."""
+
+    pos: Node
+    neg: Node
+    value: jax.Array
+
+    def contributions(self):
+        return _kcl(((self.pos, self.value), (self.neg, -self.value)))
+
+
+class Circuit(sg.ReffableTreeNode):
+    """The root: nodes and elements by netlist name (``.nodes['n3']``, ``.vsources['V1']``).
+
+    ``internal`` holds the nodes a diode's series resistance adds (``'D1#rs'``); ``physics``
+    and ``models`` are shared by the diodes, so changing one value changes all its users.
+    """
+
+    ground: Ground
+    physics: Physics
+    nodes: dict
+    internal: dict
+    models: dict
+    resistors: dict
+    diodes: dict
+    vsources: dict
+    isources: dict

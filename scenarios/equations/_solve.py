@@ -1,0 +1,98 @@
+"""Solve an equations graph, sweep it in one batched solve, differentiate its solution.
+
+Analytic answers for checking: ``x = c / m`` and ``dx/dm = -c / m**2`` (for the equations that
+share the provider ``m``; zero for the others).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import simgraph as sg
+
+from .._cli_report import solve_status
+from .._sweep_table import SweepTable, chunked_sweep
+from .._graph_solve import solve, solve_batch
+from ._model import EquationSet
+
+__all__ = ["EquationsResult", "EquationsSweep", "solve_equations", "sweep_equations",
+           "sensitivities", "parameter_path"]
+
+
+@dataclasses.dataclass(frozen=True)
+class EquationsResult:
+    """A solved equations graph: ``x("e1")`` by name; ``graph`` is the solved graph."""
+
+    graph: EquationSet
+    solution: Any
+
+    def x(self, name: str) -> float:
+        return float(self.graph.equation(name).x)
+
+    def to_json(self) -> dict:
+        conv, iters, norm = solve_status(self.solution)
+        return {"x": {n: self.x(n) for n in self.graph.equation_names},
+                "converged": conv, "iterations": iters, "residual_norm": norm}
+
+
+class EquationsSweep(SweepTable):
+    """One batched solve per value of ``param``: ``x("e1")`` is an array over the sweep."""
+
+    def x(self, name: str) -> np.ndarray:
+        return self.column("x", name)
+
+
+def solve_equations(graph: EquationSet, solver: Any = None) -> EquationsResult:
+    """Solve every equation of ``graph`` (one Newton solve of the whole graph)."""
+    solution = solve(graph, solver=solver)
+    return EquationsResult(solution.system, solution)
+
+
+def parameter_path(graph: EquationSet, name: str) -> str:
+    """Key path of a sweepable value: an equation's name -> its constant, a provider's name
+    -> its slope; a key path (starting with ``.``) is returned as is."""
+    if name.startswith("."):
+        return name
+    if name in graph.equation_names:
+        return f".equations[{graph.equation_names.index(name)}].constant"
+    if name in graph.provider_names:
+        return f".providers[{graph.provider_names.index(name)}].value"
+    raise KeyError(f"no equation or provider named {name!r} to sweep; equations: "
+                   f"{', '.join(graph.equation_names)}; providers: {', '.join(graph.provider_names)}")
+
+
+def sweep_equations(graph: EquationSet, param: str, values, solver: Any = None,
+                    progress: bool = False) -> EquationsSweep:
+    """Solve for every value of ``param`` (see :func:`parameter_path`) with ``solve_batch``."""
+    path = parameter_path(graph, param)
+    values = np.asarray(values, dtype=float)
+
+    def chunk(part):
+        sol = solve_batch(graph, {path: part}, solver=solver)
+        x = jnp.stack([e.x for e in sol.system.equations], axis=-1)
+        return {"x": x, "converged": sol.converged, "iterations": sol.iterations,
+                "residual_norm": sol.residual_norm}
+
+    arrays = chunked_sweep(values, chunk, progress=progress)
+    return EquationsSweep(param, values, {"x": graph.equation_names}, arrays)
+
+
+def sensitivities(graph: EquationSet, solver: Any = None) -> dict:
+    """``{provider: {equation: dx/dm}}``: derivatives of every solution with respect to every
+    slope, by reverse mode through the solve (one ``jax.jacrev``); ``graph`` is not mutated."""
+    state, structure = sg.split(graph, "GradientProvider.value")
+    paths = [parameter_path(graph, p) for p in graph.provider_names]
+
+    def xs(ms):
+        values = {**state, **{path: ms[j] for j, path in enumerate(paths)}}
+        solved = solve(sg.merge(structure, values), solver=solver).system
+        return jnp.stack([e.x for e in solved.equations])
+
+    m0 = jnp.stack([jnp.asarray(state[path], dtype=float) for path in paths])
+    jac = np.asarray(jax.jacrev(xs)(m0))
+    return {p: dict(zip(graph.equation_names, map(float, jac[:, j])))
+            for j, p in enumerate(graph.provider_names)}

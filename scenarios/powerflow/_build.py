@@ -1,0 +1,75 @@
+"""``build_graph``: a :class:`PowerCase` as a graph of bus, branch, load, generator and shunt
+elements, at PYPOWER's flat start (Vm = 1 or the set point, every Va at the slack angle)."""
+from __future__ import annotations
+
+import math
+
+from .._islands import IslandError, islands_without_reference, shown
+from ._case import PowerCase
+from ._elements import (Branch, Generator, Load, Loading, PowerGraph, PQBus, PVBus, Shunt,
+                        SlackBus)
+
+__all__ = ["build_graph", "check_islands"]
+
+
+def build_graph(case: PowerCase) -> PowerGraph:
+    """The element graph of ``case`` (in-service branches; generator Q limits are ignored)."""
+    check_islands(case)
+    slack_deg = next(b.Va_set_deg for b in case.buses if b.type == "slack")
+    va0 = math.radians(slack_deg or 0.0)
+    loading = Loading(1.0)
+    buses, loads, generators, shunts = {}, {}, {}, {}
+    for b in case.buses:
+        if b.type == "slack":
+            bus = SlackBus(_given(b, "Vset"), math.radians(_given(b, "Va_set_deg")))
+        elif b.type == "PV":
+            bus = PVBus(_given(b, "Vset"), va0)
+            generators[b.id] = Generator(bus, _given(b, "Pg"), 0.0)
+        else:
+            bus = PQBus(1.0, va0)
+            if (b.Pg or 0.0) != 0.0 or (b.Qg or 0.0) != 0.0:
+                generators[b.id] = Generator(bus, b.Pg or 0.0, b.Qg or 0.0)
+        buses[b.id] = bus
+        if b.Pd != 0.0 or b.Qd != 0.0:
+            loads[b.id] = Load(bus, loading, b.Pd, b.Qd)
+        if b.Gs != 0.0 or b.Bs != 0.0:
+            shunts[b.id] = Shunt(bus, b.Gs, b.Bs)
+    branches = tuple(_branch(case, br, buses) for br in case.branches)
+    return PowerGraph(loading, buses, branches, loads, generators, shunts)
+
+
+def _given(bus, field: str) -> float:
+    value = getattr(bus, field)
+    if value is None:
+        raise ValueError(f"bus {bus.id} ({bus.type}) has no {field}; a {bus.type} bus needs it. "
+                         "Give the set point in the case file.")
+    return float(value)
+
+
+def _branch(case: PowerCase, br, buses: dict) -> Branch:
+    if br.r == 0.0 and br.x == 0.0:
+        raise ValueError(
+            f"case {case.name!r}: branch {br.index} ({br.from_bus}-{br.to_bus}) has zero "
+            "impedance r = x = 0, so its admittance is infinite. Merge the two buses or give "
+            "the branch a small reactance.")
+    return Branch(buses[br.from_bus], buses[br.to_bus], br.r, br.x, br.b, br.tap,
+                  math.radians(br.shift_deg))
+
+
+def check_islands(case: PowerCase) -> None:
+    """Raise ``IslandError`` naming the buses of any island (through in-service branches) that
+    holds no slack bus: their angles would be undefined."""
+    ids = [b.id for b in case.buses]
+    if not any(b.type == "slack" for b in case.buses):
+        raise IslandError(f"case {case.name!r} has no slack (reference, type 3) bus, so no bus "
+                          "angle is fixed. Make one generator bus the slack.", tuple(ids))
+    islands = islands_without_reference(
+        ids, [(br.from_bus, br.to_bus) for br in case.branches],
+        [b.id for b in case.buses if b.type == "slack"])
+    if islands:
+        names = [n for island in islands for n in island]
+        raise IslandError(
+            f"case {case.name!r}: bus(es) {shown(names)} are not connected to any slack bus "
+            f"through in-service branches ({len(islands)} island(s)), so their voltage angles "
+            "are undefined. Put a branch that joins them in service, or make one generator bus "
+            "of each island a slack bus.", tuple(names))

@@ -1,0 +1,147 @@
+"""Element classes of an AC power-flow case (MATPOWER conventions), per unit, angles in radians.
+
+Every bus balances the complex power it sends into the network (branches, shunts, loads) against
+its generation. A PQ bus has unknowns Vm, Va and both balances as equations; a PV bus has the
+unknown Va, a fixed Vm and the P balance (its Q is an output); the slack bus has fixed Vm, Va
+and no equation (P and Q are outputs). Elements add their power to the buses' equations through
+``contributions``, skipping what a bus has no equation for. Methods are written for one element.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+import simgraph as sg
+
+__all__ = ["Bus", "PQBus", "PVBus", "SlackBus", "Loading", "Load", "Generator", "Shunt",
+           "Branch", "PowerGraph", "branch_power"]
+
+
+class Bus(sg.ReffableTreeNode):
+    """Base class of buses: every bus has ``vm`` (p.u.) and ``va`` (rad)."""
+
+
+class PQBus(Bus):
+    """Load bus: unknowns Vm, Va; equations: P and Q balance (power sent out = 0 net)."""
+
+    vm: jax.Array = sg.unknown(default=1.0)
+    va: jax.Array = sg.unknown(default=0.0)
+
+    def residual(self):
+        return jnp.zeros(2, jnp.result_type(self.vm))
+
+
+class PVBus(Bus):
+    """Generator bus: Vm fixed at the set point, unknown Va; equation: P balance only."""
+
+    vm: jax.Array
+    va: jax.Array = sg.unknown(default=0.0)
+
+    def residual(self):
+        return jnp.zeros((), jnp.result_type(self.va))
+
+
+class SlackBus(Bus):
+    """Reference bus: Vm and Va fixed; no unknown and no equation (P, Q are outputs)."""
+
+    vm: jax.Array
+    va: jax.Array
+
+
+def _power(terms):
+    """Contributions of power ``(bus, P, Q)`` sent into the network at ``bus``: (P, Q) to a PQ
+    bus, P to a PV bus, nothing to the slack."""
+    out = []
+    for bus, p, q in terms:
+        if isinstance(bus, PQBus):
+            out.append((bus, jnp.stack([p, q])))
+        elif isinstance(bus, PVBus):
+            out.append((bus, p))
+    return tuple(out)
+
+
+class Loading(sg.ReffableTreeNode):
+    """Shared by all loads: ``scale`` multiplies every load's P and Q (for sweeps)."""
+
+    scale: jax.Array = 1.0
+
+
+class Load(sg.ReffableTreeNode):
+    """Constant-power load ``p + j q`` (p.u.) at ``bus``, times ``loading.scale``."""
+
+    bus: Bus
+    loading: Loading
+    p: jax.Array
+    q: jax.Array
+
+    def contributions(self):
+        s = self.loading.scale
+        return _power(((self.bus, s * self.p, s * self.q),))
+
+
+class Generator(sg.ReffableTreeNode):
+    """Fixed generation ``p + j q`` (p.u.) at ``bus``; at a PV bus only ``p`` counts (Q is
+    whatever holds Vm), at the slack neither."""
+
+    bus: Bus
+    p: jax.Array
+    q: jax.Array = 0.0
+
+    def contributions(self):
+        return _power(((self.bus, -self.p, -self.q),))
+
+
+class Shunt(sg.ReffableTreeNode):
+    """Shunt admittance ``g + j b`` (p.u. at V = 1; b > 0 capacitive): draws Vm^2 (g - j b)."""
+
+    bus: Bus
+    g: jax.Array
+    b: jax.Array
+
+    def contributions(self):
+        v2 = self.bus.vm ** 2
+        return _power(((self.bus, self.g * v2, -self.b * v2),))
+
+
+def branch_power(vm_f, va_f, vm_t, va_t, r, x, b, tap, shift):
+    """Complex power ``(S_f, S_t)`` sent into the branch at its FROM and TO ends (MATPOWER
+    pi model; ideal transformer ``tap * exp(j shift)`` on the FROM side)."""
+    ys = 1.0 / (r + 1j * x)
+    t = tap * jnp.exp(1j * shift)
+    vf, vt = vm_f * jnp.exp(1j * va_f), vm_t * jnp.exp(1j * va_t)
+    i_f = (ys + 0.5j * b) / (tap * tap) * vf - ys / jnp.conj(t) * vt
+    i_t = -ys / t * vf + (ys + 0.5j * b) * vt
+    return vf * jnp.conj(i_f), vt * jnp.conj(i_t)
+
+
+class Branch(sg.ReffableTreeNode):
+    """Line or transformer from ``f`` to ``t``: series ``r + j x``, total charging ``b``,
+    off-nominal ``tap`` and phase ``shift`` (rad) at the FROM end."""
+
+    f: Bus
+    t: Bus
+    r: jax.Array
+    x: jax.Array
+    b: jax.Array = 0.0
+    tap: jax.Array = 1.0
+    shift: jax.Array = 0.0
+
+    def power(self):
+        return branch_power(self.f.vm, self.f.va, self.t.vm, self.t.va, self.r, self.x, self.b,
+                            self.tap, self.shift)
+
+    def contributions(self):
+        s_f, s_t = self.power()
+        return _power(((self.f, s_f.real, s_f.imag), (self.t, s_t.real, s_t.imag)))
+
+
+class PowerGraph(sg.ReffableTreeNode):
+    """The root: buses by case bus number (``.buses[5].vm``), branches in case order, and the
+    loads, generators and shunts by bus number; ``loading`` is shared by every load."""
+
+    loading: Loading
+    buses: dict
+    branches: tuple
+    loads: dict
+    generators: dict
+    shunts: dict

@@ -1,0 +1,129 @@
+"""Solve a truss, read results by name, sweep a load factor or a prescribed displacement."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from .._cli_report import solve_status
+from .._graph_solve import solve, solve_batch
+from .._sweep_table import SweepTable, chunked_sweep
+from ._model import Truss, axial_force
+
+__all__ = ["TrussResult", "TrussSweep", "solve_truss", "sweep_truss", "parameter_path"]
+
+
+def _arrays(truss: Truss) -> dict:
+    """Result groups of a (possibly batched) solved truss, entry axis after the batch axes."""
+    def stack(values, trailing):
+        values = [np.asarray(v) for v in values]
+        return np.stack(np.broadcast_arrays(*values), axis=-1 - trailing) if values else None
+    pos = {id(n): np.asarray(n.X) + np.asarray(n.u) for n in truss.nodes}
+    forces = [axial_force(pos[id(b.b)] - pos[id(b.a)], np.asarray(b.EA), np.asarray(b.L0))
+              for b in truss.bars]
+    return {"displacements": stack((n.u for n in truss.nodes), 1),
+            "axial_forces": stack(forces, 0),
+            "reactions": stack((s.reaction for s in truss.supports), 1)}
+
+
+def _columns(truss: Truss) -> dict:
+    return {"displacements": truss.node_names, "axial_forces": truss.bar_names,
+            "reactions": truss.support_names}
+
+
+@dataclasses.dataclass(frozen=True)
+class TrussResult:
+    """A solved truss: ``displacement("apex")`` (m, (ux, uy)), ``axial_force("left")`` (N,
+    tension positive), ``reaction("pin")`` (N, the force the support applies)."""
+
+    graph: Truss
+    solution: Any
+
+    @functools.cached_property
+    def _values(self) -> dict:
+        return _arrays(self.graph)
+
+    def _get(self, key: str, name: str):
+        names = _columns(self.graph)[key]
+        if name not in names:
+            raise KeyError(f"no {key} entry named {name!r}; the names are {', '.join(names)}")
+        return self._values[key][names.index(name)]
+
+    def displacement(self, node: str) -> np.ndarray:
+        return self._get("displacements", node)
+
+    def axial_force(self, bar: str) -> float:
+        return float(self._get("axial_forces", bar))
+
+    def reaction(self, support: str) -> np.ndarray:
+        return self._get("reactions", support)
+
+    def to_json(self) -> dict:
+        cols = _columns(self.graph)
+        doc = {key: {n: np.asarray(self._values[key][j]).tolist() for j, n in enumerate(names)}
+               for key, names in cols.items()}
+        conv, iters, norm = solve_status(self.solution)
+        doc.update(converged=conv, iterations=iters, residual_norm=norm)
+        return doc
+
+
+class TrussSweep(SweepTable):
+    """Results over a sweep: ``displacement("apex")`` has shape (points, 2), etc."""
+
+    def displacement(self, node: str) -> np.ndarray:
+        return self.column("displacements", node)
+
+    def axial_force(self, bar: str) -> np.ndarray:
+        return self.column("axial_forces", bar)
+
+    def reaction(self, support: str) -> np.ndarray:
+        return self.column("reactions", support)
+
+
+def solve_truss(truss: Truss, solver: Any = None) -> TrussResult:
+    """Static equilibrium of ``truss`` with exact (large-displacement) kinematics."""
+    solution = solve(truss, solver=solver)
+    return TrussResult(solution.system, solution)
+
+
+def parameter_path(truss: Truss, name: str) -> tuple[str, int | None]:
+    """``(key path, component)`` of a sweepable value: a load's name -> its ``factor``;
+    ``SUPPORT.ux`` / ``SUPPORT.uy`` -> component 0 / 1 of the support's prescribed displacement
+    (displacement control, which passes limit points)."""
+    if name in truss.load_names:
+        return f".loads[{truss.load_names.index(name)}].factor", None
+    support, _, comp = name.rpartition(".")
+    if support in truss.support_names and comp in ("ux", "uy"):
+        i = truss.support_names.index(support)
+        if not bool(np.asarray(truss.supports[i].fixed)[comp == "uy"]):
+            raise KeyError(f"support {support!r} does not fix {comp}; prescribe only fixed "
+                           "components (set its \"fixed\" entry to true)")
+        return f".supports[{i}].prescribed", int(comp == "uy")
+    raise KeyError(f"nothing named {name!r} to sweep; loads: {', '.join(truss.load_names) or '-'};"
+                   f" prescribed displacements: "
+                   f"{', '.join(s + '.ux|.uy' for s in truss.support_names) or '-'}")
+
+
+def sweep_truss(truss: Truss, param: str, values, solver: Any = None,
+                progress: bool = False) -> TrussSweep:
+    """Solve for every value of ``param`` (see :func:`parameter_path`) with ``solve_batch``;
+    every point starts from the graph's own start (zero displacement by default)."""
+    path, comp = parameter_path(truss, param)
+    values = np.asarray(values, dtype=float)
+    columns = {k: v for k, v in _columns(truss).items() if v}
+
+    def chunk(part):
+        batch = part
+        if comp is not None:  # the other component keeps its prescribed value
+            base = np.asarray(truss.supports[truss.support_names.index(param[:-3])].prescribed)
+            batch = np.repeat(base[None, :], len(part), axis=0)
+            batch[:, comp] = part
+        sol = solve_batch(truss, {path: jnp.asarray(batch)}, solver=solver)
+        arrays = {k: v for k, v in _arrays(sol.system).items() if k in columns}
+        return {**arrays, "converged": sol.converged, "iterations": sol.iterations,
+                "residual_norm": sol.residual_norm}
+
+    return TrussSweep(param, values, columns, chunked_sweep(values, chunk, progress=progress))

@@ -1,0 +1,56 @@
+"""Batched, differentiable Newton-family solves of F(x, params) = 0 that say when they fail.
+
+Methods are objects passed to a solve (``solver=solvers.Newton(...)``); every method works
+through a linear solver (``DenseLU``, ``GMRES``, ``BiCGStab``, or a sparse back end) and
+returns a ``FlatSolution`` with a ``RESULTS`` code per member.
+"""
+
+from ._batch import solve_flat_batch
+from ._dense import DenseLU
+from ._homotopy import Homotopy
+from ._jaxopt_backend import JaxoptBroyden, JaxoptGaussNewton, JaxoptLevenbergMarquardt
+from ._krylov import GMRES, BiCGStab
+from ._levenberg_marquardt import LevenbergMarquardt
+from ._linear import AbstractLinearSolver
+from ._method import AbstractRootMethod, FlatProblem
+from ._newton import Newton
+from ._polyalgorithm import Default
+from ._result import RESULTS
+from ._solution import FlatSolution, SolveError
+from ._solve import solve_flat
+from ._trust_region import TrustRegion
+
+from ._graph import Solution, solve, solve_batch
+from ._model_errors import LoweringError, ModelError
+from ._sparse import SparseHostLU, SparseLU
+from ._system import System
+
+__all__ = [
+    "AbstractLinearSolver",
+    "AbstractRootMethod",
+    "BiCGStab",
+    "Default",
+    "DenseLU",
+    "FlatProblem",
+    "FlatSolution",
+    "GMRES",
+    "Homotopy",
+    "JaxoptBroyden",
+    "JaxoptGaussNewton",
+    "JaxoptLevenbergMarquardt",
+    "LevenbergMarquardt",
+    "Newton",
+    "RESULTS",
+    "LoweringError",
+    "ModelError",
+    "Solution",
+    "SolveError",
+    "SparseHostLU",
+    "SparseLU",
+    "System",
+    "TrustRegion",
+    "solve",
+    "solve_batch",
+    "solve_flat",
+    "solve_flat_batch",
+]

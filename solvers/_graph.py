@@ -1,0 +1,166 @@
+"""Graph-level entry points: ``solve(graph)`` and ``solve_batch(graph, {path: values})``.
+
+A graph is lowered to a :class:`System` (``F(x, params) = 0``), solved with a method object,
+and the answer comes back as a :class:`Solution` whose ``.system`` is a new graph with the
+unknowns solved and the sharing intact. Large systems get a sparse linear solver built from
+the graph's Jacobian pattern unless the caller passes a method with its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping, Optional
+
+import jax
+import jax.numpy as jnp
+
+from ._batch import solve_flat_batch
+from ._dense import DenseLU
+from ._method import AbstractRootMethod
+from ._polyalgorithm import Default
+from ._solution import FlatSolution
+from ._solve import solve_flat
+from ._sparse import SparseLU
+from ._system import System
+
+#: Systems with more unknowns than this get a sparse LU by default.
+DENSE_LIMIT = 120
+
+
+class _Residual:
+    """``F(x, params)`` of one system structure: hashable by structure, so equal graphs
+    share one compiled solve (a bound method would hash by object and recompile)."""
+
+    def __init__(self, structure, keys: tuple = ()):
+        self.structure, self.keys = structure, keys
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and (self.structure, self.keys) == (other.structure, other.keys)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.structure, self.keys))
+
+    def params(self, params):
+        if not self.keys:
+            return params
+        base, values = params
+        return System(None, base, self.structure).set_params(base, dict(zip(self.keys, values)))
+
+    def __call__(self, x, params):
+        return self.structure.evaluator.residual(x, self.params(params))
+
+
+class _StepLimit(_Residual):
+    def __call__(self, x, dx, params):
+        return self.structure.evaluator.step_limit(x, dx, self.params(params))
+
+
+@jax.tree_util.register_pytree_node_class
+@dataclasses.dataclass(frozen=True)
+class Solution:
+    """The solved graph and, per batch member, how the solve went.
+
+    ``system`` is a new graph with the unknowns solved (batched leaves for a batch);
+    ``result`` typed codes (``solvers.RESULTS``), ``converged``, ``iterations``,
+    ``residual_norm`` (max|F|), ``num_fev``/``num_jev``; ``lowered`` the :class:`System`.
+    """
+
+    flat: FlatSolution
+    lowered: System
+    batch_params: Any = None  # the batched params of a solve_batch, else None
+
+    def tree_flatten(self):
+        return (self.flat, self.lowered, self.batch_params), None
+
+    @classmethod
+    def tree_unflatten(cls, _, children):
+        return cls(*children)
+
+    @property
+    def system(self) -> Any:
+        params = self.lowered.params if self.batch_params is None else self.batch_params
+        return self.lowered.to_graph(self.flat.x, params)
+
+    result = property(lambda self: self.flat.result)
+    converged = property(lambda self: self.flat.converged)
+    iterations = property(lambda self: self.flat.iterations)
+    residual_norm = property(lambda self: self.flat.residual_norm)
+    num_fev = property(lambda self: self.flat.num_fev)
+    num_jev = property(lambda self: self.flat.num_jev)
+    x = property(lambda self: self.flat.x)
+
+    def value(self, where) -> jax.Array:
+        """The solved unknowns of a node (object or key path) or of one leaf path."""
+        return self.flat.x[..., self.lowered.locate(where)]
+
+    def message(self, index=None) -> str:
+        return self.flat.message(index)
+
+    def summary(self) -> str:
+        return self.flat.summary()
+
+    def raise_if_failed(self) -> "Solution":
+        """Raise ``SolveError`` naming the worst failed member and what to try."""
+        self.flat.raise_if_failed()
+        return self
+
+
+def default_method(system: System, solver: Optional[AbstractRootMethod]) -> AbstractRootMethod:
+    """The caller's method, or ``Default()`` with a linear solver suited to the size."""
+    if solver is not None:
+        return solver
+    if system.n <= DENSE_LIMIT or system.n != system.m:
+        return Default(linear_solver=DenseLU())
+    rows, cols, shape = system.sparsity()
+    return Default(linear_solver=SparseLU(rows, cols, shape))
+
+
+def solve(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
+          evaluation: str = "auto", throw: bool = False) -> Solution:
+    """Solve the equations of ``graph`` for its ``sg.unknown()`` fields.
+
+    Works outside and inside ``jax.jit``, ``jax.vmap`` and ``jax.grad`` (gradients by implicit
+    differentiation). ``solver`` is a method object (``solvers.Newton()``, ...; default: a
+    polyalgorithm with a dense or sparse LU by size). ``throw=True`` raises on failure.
+    """
+    system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
+    method = default_method(system, solver)
+    step_limit = _StepLimit(system._s) if _has_step_limit(system) else None
+    flat = solve_flat(_Residual(system._s), system.x0, system.params, solver=method,
+                      step_limit=step_limit, throw=throw)
+    return Solution(flat, system)
+
+
+def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[AbstractRootMethod] = None, *,
+                evaluation: str = "auto", x0: Any = None, chunk_size: Optional[int] = None,
+                progress: Optional[bool] = None, throw: bool = False) -> Solution:
+    """Solve once per batch member; ``values`` maps key paths (``"source.voltage"``) or
+    simgraph filters to arrays whose leading axis is the batch.
+
+    Only the swept parameters are batched (memory grows with the batch times their size).
+    Large batches run in chunks with a progress bar on a terminal, split over all devices.
+    ``x0``: a start of shape (n,) or (B, n) (default: the graph's unknowns).
+    """
+    system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
+    keys = tuple(_normalise_key(k) for k in values)
+    batched = tuple(jnp.asarray(v) for v in values.values())
+    method = default_method(system, solver)
+    step_limit = _StepLimit(system._s, keys) if _has_step_limit(system) else None
+    kwargs = {} if chunk_size is None else {"chunk_size": chunk_size}
+    flat = solve_flat_batch(
+        _Residual(system._s, keys), system.x0 if x0 is None else x0, (system.params, batched),
+        solver=method, step_limit=step_limit, params_axes=(None, 0), progress=progress,
+        throw=throw, **kwargs)
+    params = jax.vmap(lambda v: system.set_params(system.params, dict(zip(keys, v))))(batched)
+    return Solution(flat, system, params)
+
+
+def _normalise_key(key: Any) -> Any:
+    if isinstance(key, str) and key and key[0] not in ".[":
+        return "." + key
+    return key
+
+
+def _has_step_limit(system: System) -> bool:
+    kinds = {type(node) for node in system._s.origin}
+    return any(callable(getattr(cls, "step_limit", None)) for cls in kinds)

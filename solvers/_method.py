@@ -1,0 +1,104 @@
+"""What every solve method shares: the flat problem, the method interface, small helpers."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Callable, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+
+from ._result import RESULTS
+from ._solution import FlatSolution
+
+StepLimit = Callable[[jax.Array, jax.Array, Any], jax.Array]
+Continuation = Callable[[Any, jax.Array], Any]
+
+
+class FlatProblem(NamedTuple):
+    """``F(x, params) = 0`` with its optional model hooks (static, hashable).
+
+    * ``step_limit(x, dx, params) -> fraction in (0, 1]`` of the proposed step ``dx`` that
+      the model accepts (SPICE-style junction limiting); applied before the line search.
+    * ``continuation(params, t) -> params`` for ``t`` in [0, 1]: the problem's designated
+      continuation (e.g. sources scaled by t); ``t = 1`` is the problem itself. Homotopy
+      uses it instead of the generic Newton homotopy when given.
+    """
+
+    fn: Callable[[jax.Array, Any], jax.Array]
+    step_limit: Optional[StepLimit] = None
+    continuation: Optional[Continuation] = None
+
+
+class AbstractRootMethod(abc.ABC):
+    """A method that solves one member of ``F(x, params) = 0``; batching is by ``vmap``.
+
+    Concrete methods are frozen dataclasses (hashable: they are static under ``jit``).
+    """
+
+    @abc.abstractmethod
+    def run(self, problem: FlatProblem, x0: jax.Array, params: Any,
+            active: jax.Array) -> FlatSolution:
+        """Solve one member. When ``active`` is False do no iterations (the polyalgorithm
+        uses this so that, under ``vmap``, fallbacks cost nothing unless some member needs
+        them); the returned values of an inactive member are then unspecified."""
+
+    def solve(self, problem: FlatProblem, x0: jax.Array, params: Any) -> FlatSolution:
+        return self.run(problem, x0, params, jnp.asarray(True))
+
+
+def max_abs(v: jax.Array) -> jax.Array:
+    """max|v| (0 for an empty vector); NaN if any entry is NaN."""
+    if v.size == 0:
+        return jnp.zeros((), v.dtype)
+    return jnp.max(jnp.abs(v))
+
+
+def all_finite(tree: Any) -> jax.Array:
+    """True if every inexact leaf of ``tree`` is finite (integer leaves always are)."""
+    leaves = [jnp.asarray(leaf) for leaf in jax.tree_util.tree_leaves(tree)]
+    checks = [jnp.all(jnp.isfinite(leaf)) for leaf in leaves
+              if jnp.issubdtype(leaf.dtype, jnp.inexact)]
+    return jnp.all(jnp.stack(checks)) if checks else jnp.asarray(True)
+
+
+def freeze(done: jax.Array, old: Any, new: Any) -> Any:
+    """``old`` where ``done`` else ``new``, leaf by leaf: a finished member never changes."""
+    return jax.tree_util.tree_map(lambda o, n: jnp.where(done, o, n), old, new)
+
+
+def code(member: RESULTS) -> jax.Array:
+    return jnp.asarray(int(member), dtype=jnp.int32)
+
+
+def apply_step_limit(problem: FlatProblem, x, dx, params) -> jax.Array:
+    """The model's accepted fraction of ``dx`` in (0, 1] (1 without a hook or if invalid)."""
+    if problem.step_limit is None:
+        return jnp.ones((), x.dtype)
+    frac = jnp.asarray(problem.step_limit(x, dx, params), dtype=x.dtype)
+    if frac.shape != ():
+        raise ValueError(
+            f"step_limit must return a scalar fraction in (0, 1], got shape {frac.shape}; "
+            "take the minimum over elements (e.g. jnp.min) before returning."
+        )
+    ok = jnp.isfinite(frac) & (frac > 0)
+    return jnp.where(ok, jnp.minimum(frac, 1.0), 1.0)
+
+
+def step_is_small(dx: jax.Array, x: jax.Array, rtol: float) -> jax.Array:
+    """Every component of the step is within ``rtol`` of the component of x (relative)."""
+    return jnp.all(jnp.abs(dx) <= rtol * jnp.abs(x))
+
+
+def initial_checks(fn, x0, params, active, atol):
+    """Evaluate F(x0); return (x0 made finite, f0, code, done, converged)."""
+    inputs_ok = jnp.all(jnp.isfinite(x0)) & all_finite(params)
+    x0 = jnp.where(jnp.isfinite(x0), x0, 0.0)
+    f0 = fn(x0, params)
+    f_ok = jnp.all(jnp.isfinite(f0))
+    result = jnp.where(~inputs_ok, code(RESULTS.nonfinite_input),
+                       jnp.where(~f_ok, code(RESULTS.nonfinite_residual),
+                                 code(RESULTS.successful)))
+    converged = inputs_ok & f_ok & (max_abs(f0) <= atol)
+    done = ~active | ~inputs_ok | ~f_ok | converged
+    return x0, f0, result, done

@@ -1,0 +1,76 @@
+"""The default method: fast Newton first, robust fallbacks only for the members that need them."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+
+from ._dense import DenseLU
+from ._homotopy import Homotopy
+from ._levenberg_marquardt import LevenbergMarquardt
+from ._linear import AbstractLinearSolver
+from ._method import AbstractRootMethod, FlatProblem
+from ._newton import Newton
+from ._result import RESULTS
+from ._solution import FlatSolution
+from ._trust_region import TrustRegion
+
+
+def _better(new: FlatSolution, old: FlatSolution) -> jax.Array:
+    """New attempt wins if it converged, or failed with a smaller finite residual."""
+    new_res = jnp.where(jnp.isfinite(new.residual_norm), new.residual_norm, jnp.inf)
+    old_res = jnp.where(jnp.isfinite(old.residual_norm), old.residual_norm, jnp.inf)
+    return new.converged | (~old.converged & (new_res < old_res))
+
+
+def merge(old: FlatSolution, new: FlatSolution, tried: jax.Array) -> FlatSolution:
+    """Keep the better attempt per member; evaluation counts add up over attempts."""
+    take = tried & _better(new, old)
+    pick = lambda a, b: jnp.where(take, b, a)
+    add = lambda a, b: a + jnp.where(tried, b, 0)
+    return FlatSolution(
+        x=pick(old.x, new.x), result=pick(old.result, new.result),
+        converged=pick(old.converged, new.converged),
+        iterations=add(old.iterations, new.iterations), num_fev=add(old.num_fev, new.num_fev),
+        num_jev=add(old.num_jev, new.num_jev),
+        residual_norm=pick(old.residual_norm, new.residual_norm))
+
+
+@dataclasses.dataclass(frozen=True)
+class Default(AbstractRootMethod):
+    """Polyalgorithm: Newton with line search; then, for members that failed, a dogleg trust
+    region from the start; then Newton-homotopy continuation. Each member keeps its best
+    attempt (converged, else smallest residual) and its own code. Under ``vmap`` a fallback
+    iterates only while some member still needs it.
+
+    Over-determined systems (m > n) go to Levenberg-Marquardt (least squares).
+    ``methods`` replaces the sequence of stages.
+    """
+
+    rtol: float = 1e-10
+    atol: float = 1e-10
+    linear_solver: AbstractLinearSolver = DenseLU()
+    methods: Optional[tuple] = None
+
+    def stages(self) -> tuple:
+        if self.methods is not None:
+            return tuple(self.methods)
+        kw = dict(rtol=self.rtol, atol=self.atol, linear_solver=self.linear_solver)
+        return (Newton(max_steps=50, **kw), TrustRegion(max_steps=1000, **kw),
+                Homotopy(inner=Newton(max_steps=50, **kw)))
+
+    def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
+        out = jax.eval_shape(problem.fn, x0, params)
+        if self.methods is None and len(out.shape) == 1 and out.shape[0] > x0.shape[0]:
+            lm = LevenbergMarquardt(rtol=self.rtol, atol=self.atol,
+                                    linear_solver=self.linear_solver)
+            return lm.run(problem, x0, params, active)
+        stages = self.stages()
+        best = stages[0].run(problem, x0, params, active)
+        for method in stages[1:]:
+            retry = active & ~best.converged & (best.result != int(RESULTS.nonfinite_input))
+            best = merge(best, method.run(problem, x0, params, retry), retry)
+        return best

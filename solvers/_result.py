@@ -1,0 +1,83 @@
+"""Typed result codes of a solve, one per batch member, each with a message saying what to try.
+
+Codes are small integers (an ``IntEnum``) so they live in JAX arrays: a batched solve returns
+an ``int32`` array of codes, ``jnp.where`` combines them, and ``RESULTS(int(code))`` turns a
+concrete code back into its member for display.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import jax.numpy as jnp
+
+
+class RESULTS(enum.IntEnum):
+    """Why a solve stopped. ``successful`` is the only success."""
+
+    successful = 0
+    max_steps_reached = 1
+    line_search_failed = 2
+    singular_jacobian = 3
+    nonfinite_residual = 4
+    nonfinite_input = 5
+    local_minimum = 6
+    continuation_failed = 7
+
+    @property
+    def message(self) -> str:
+        return _MESSAGES[self]
+
+    def code(self) -> jnp.ndarray:
+        """This code as an ``int32`` JAX scalar."""
+        return jnp.asarray(int(self), dtype=jnp.int32)
+
+    @classmethod
+    def describe(cls, code) -> str:
+        """``name: message`` for a concrete integer code."""
+        member = cls(int(code))
+        return f"{member.name}: {member.message}"
+
+
+_MESSAGES = {
+    RESULTS.successful: "Converged: max|F| (or the Newton step) is within tolerance.",
+    RESULTS.max_steps_reached: (
+        "The iteration limit was reached before convergence. Try a larger max_steps, a "
+        "better start x0, or solvers.Default(), which falls back to Levenberg-Marquardt "
+        "and homotopy continuation."
+    ),
+    RESULTS.line_search_failed: (
+        "The line search could not reduce ||F||: the iterate is stuck where ||F|| has a "
+        "local minimum that is not a root, so the system may have no solution near x0. "
+        "Try another start, solvers.Homotopy(...), or solvers.LevenbergMarquardt() to "
+        "find the least-squares point."
+    ),
+    RESULTS.singular_jacobian: (
+        "The Jacobian is singular or too ill-conditioned to solve with. Look for an "
+        "equation that depends on no unknown, an unknown that appears in no equation, or "
+        "redundant equations (e.g. a floating node in a circuit); otherwise try "
+        "solvers.LevenbergMarquardt(), which regularises the step, or another start. If "
+        "||F|| had stopped decreasing, the system may instead have no solution near x0: a "
+        "minimum of ||F|| that is not a root has a singular Jacobian."
+    ),
+    RESULTS.nonfinite_residual: (
+        "F returned NaN or inf at the start or at every trial point of a step. Check the "
+        "model for division by zero, log or sqrt of negative numbers or overflowing exp; "
+        "start inside the model's domain, or give a step_limit hook that keeps iterates "
+        "there."
+    ),
+    RESULTS.nonfinite_input: (
+        "The start x0 or a parameter holds NaN or inf, so nothing was solved for this "
+        "member. Fix the input values of this batch member."
+    ),
+    RESULTS.local_minimum: (
+        "Converged to a local minimum of ||F||^2 that is not a root: the system may have "
+        "no solution, or this start leads away from it. Try another start or "
+        "solvers.Homotopy(...)."
+    ),
+    RESULTS.continuation_failed: (
+        "Homotopy continuation lost its path (it turned back past the start, or its step "
+        "shrank to nothing) before reaching t = 1. Try another start, a larger `steps`, or "
+        "give the problem its own continuation (e.g. source stepping)."
+    ),
+}

@@ -1,0 +1,199 @@
+"""Host-side symbolic analysis for the static-pivoting sparse LU (numpy/scipy, run once).
+
+Three steps, all on the sparsity pattern only:
+
+1. `match_rows`: a row permutation with a structurally nonzero diagonal, keeping existing
+   diagonal entries where possible (MNA matrices have zero diagonals for the currents of
+   voltage sources; a maximum matching moves a nonzero onto each such diagonal).
+2. `nested_dissection`: a fill-reducing symmetric ordering of the symmetrised pattern. Its
+   elimination tree is short and bushy, so many pivots can be eliminated at once.
+3. `elimination_tree`: the symbolic Cholesky-style fill of the symmetrised pattern, the tree
+   and each pivot's level (height above the leaves): pivots of one level are independent.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from ._sparsity import SparsityError, SparsityPattern
+
+
+def match_rows(pattern: SparsityPattern) -> tuple[np.ndarray, bool]:
+    """Row permutation ``perm`` so that every ``(perm[i], i)`` is in the pattern.
+
+    Returns ``(perm, structurally_singular)``. Among full matchings, the one keeping the
+    most existing diagonal entries is chosen (they are usually the best static pivots).
+    If no full matching exists the matrix is singular for all values: unmatched rows are
+    paired arbitrarily (the factorization then meets a zero pivot and reports it).
+    """
+    n = _square(pattern)
+    r, c = pattern.rows, pattern.cols
+    if np.unique(r[r == c]).size == n:
+        return np.arange(n), False
+    weights = np.where(r == c, 1.0, 2.0)
+    w = sp.csr_matrix((weights, (r, c)), shape=(n, n))
+    try:
+        _, col_of_row = csgraph.min_weight_full_bipartite_matching(w)
+        perm = np.empty(n, np.int64)
+        perm[col_of_row] = np.arange(n)
+        return perm, False
+    except ValueError:
+        pass
+    col_of_row = csgraph.maximum_bipartite_matching(pattern.to_scipy(), perm_type="column")
+    free_cols = np.setdiff1d(np.arange(n), col_of_row[col_of_row >= 0])
+    col_of_row = col_of_row.copy()
+    col_of_row[col_of_row < 0] = free_cols
+    perm = np.empty(n, np.int64)
+    perm[col_of_row] = np.arange(n)
+    return perm, True
+
+
+def _square(pattern: SparsityPattern) -> int:
+    m, n = pattern.shape
+    if m != n:
+        raise SparsityError(
+            f"a sparse LU needs a square Jacobian, got shape {pattern.shape}; use a least-"
+            "squares method or check that the system has as many equations as unknowns."
+        )
+    return n
+
+
+def symmetrised_adjacency(pattern: SparsityPattern, row_perm: np.ndarray) -> sp.csr_matrix:
+    """Adjacency (no diagonal) of ``B + B^T`` with ``B = A[row_perm, :]``."""
+    n = pattern.shape[0]
+    inv = np.empty(n, np.int64)
+    inv[row_perm] = np.arange(n)
+    r, c = inv[pattern.rows], pattern.cols.astype(np.int64)
+    off = r != c
+    rr = np.concatenate([r[off], c[off]])
+    cc = np.concatenate([c[off], r[off]])
+    adj = sp.csr_matrix((np.ones(rr.size, np.int8), (rr, cc)), shape=(n, n))
+    adj.sum_duplicates()
+    adj.sort_indices()
+    return adj
+
+
+def nested_dissection(adj: sp.csr_matrix, leaf_size: int = 8) -> np.ndarray:
+    """Fill-reducing order: recursive BFS-level vertex separators, separators last.
+
+    Works on any graph (components are ordered separately); separators come from the
+    level structure of a pseudo-peripheral node, which suits grids, ladders and networks.
+    """
+    n = adj.shape[0]
+    out: list[np.ndarray] = []
+    stack: list[tuple[np.ndarray, bool]] = [(np.arange(n), False)]
+    while stack:  # explicit stack: (nodes, emit) where emit means append as-is
+        nodes, emit = stack.pop()
+        if emit or nodes.size <= leaf_size:
+            out.append(nodes if emit else _leaf_order(adj, nodes))
+            continue
+        parts = _dissect(adj, nodes, leaf_size)
+        # Pushed in reverse, so they are ordered: first part, second part, separator.
+        for part, is_sep in reversed(parts):
+            stack.append((part, is_sep))
+    order = np.concatenate(out) if out else np.zeros(0, np.int64)
+    assert order.size == n
+    return order
+
+
+def _dissect(adj, nodes, leaf_size):
+    """Split ``nodes`` into [(part, False), ..., (separator, True)]."""
+    sub = adj[nodes][:, nodes]
+    ncomp, labels = csgraph.connected_components(sub, directed=False)
+    if ncomp > 1:
+        comps = [nodes[labels == c] for c in range(ncomp)]
+        small = [c for c in comps if c.size <= leaf_size]
+        big = [(c, False) for c in comps if c.size > leaf_size]
+        if small:
+            big.append((_leaf_order(adj, np.concatenate(small)), True))
+        return big
+    dist = _bfs_levels(sub, _pseudo_peripheral(sub))
+    depth = int(dist.max())
+    if depth < 2:
+        return [(_leaf_order(adj, nodes), True)]
+    counts = np.bincount(dist, minlength=depth + 1)
+    cum = np.cumsum(counts) / nodes.size
+    cand = np.arange(1, depth)
+    balanced = cand[(cum[cand - 1] >= 0.3) & (cum[cand] <= 0.7)]
+    if balanced.size:
+        level = int(balanced[np.argmin(counts[balanced])])
+    else:
+        level = int(cand[np.argmin(np.abs(cum[cand] - 0.5))])
+    in_level = dist == level
+    touches_next = _has_neighbour(sub, in_level, dist == level + 1)
+    sep = in_level & touches_next
+    first = (dist < level) | (in_level & ~touches_next)
+    second = dist > level
+    return [(nodes[first], False), (nodes[second], False), (nodes[sep], True)]
+
+
+def _has_neighbour(sub, mask_from, mask_to):
+    hit = sub @ mask_to.astype(np.int32)
+    return mask_from & (hit > 0)
+
+
+def _bfs_levels(sub, start):
+    d = csgraph.shortest_path(sub, unweighted=True, indices=start, directed=False)
+    return d.astype(np.int64)
+
+
+def _pseudo_peripheral(sub):
+    start = int(np.argmin(np.diff(sub.indptr)))
+    ecc = -1
+    for _ in range(4):
+        d = _bfs_levels(sub, start)
+        far = int(d.max())
+        if far <= ecc:
+            break
+        ecc = far
+        ends = np.flatnonzero(d == far)
+        start = int(ends[np.argmin(np.diff(sub.indptr)[ends])])
+    return start
+
+
+def _leaf_order(adj, nodes):
+    """Small sets: minimum degree within the set (cheap, short elimination chains)."""
+    degree = np.diff(adj[nodes][:, nodes].indptr)
+    return nodes[np.argsort(degree, kind="stable")]
+
+
+def elimination_tree(adj: sp.csr_matrix, order: np.ndarray):
+    """Symbolic factorization of the symmetrised pattern eliminated in ``order``.
+
+    Returns ``(parent, level, structs)`` in the ordered numbering: ``structs[k]`` holds the
+    sorted rows ``> k`` of column k of L (the same columns appear in row k of U).
+    """
+    n = adj.shape[0]
+    padj = adj[order][:, order].tocsr()
+    padj.sort_indices()
+    indptr, indices = padj.indptr, padj.indices
+    parent = np.full(n, -1, np.int64)
+    level = np.zeros(n, np.int64)
+    children: list[list[int]] = [[] for _ in range(n)]
+    structs: list[np.ndarray] = [None] * n  # type: ignore[list-item]
+    for k in range(n):
+        row = indices[indptr[k]:indptr[k + 1]]
+        parts = [row[row > k]] + [structs[c] for c in children[k]]
+        s = np.unique(np.concatenate(parts)) if len(parts) > 1 else parts[0]
+        s = s[s > k]
+        structs[k] = s
+        if s.size:
+            p = int(s[0])
+            parent[k] = p
+            children[p].append(k)
+            level[p] = max(level[p], level[k] + 1)
+    return parent, level, structs
+
+
+def level_order(level: np.ndarray, structs: list[np.ndarray]):
+    """Renumber pivots level by level (a topological order of the tree, so same fill).
+
+    Returns ``(perm, level_sorted, structs_sorted)`` with ``perm[new] = old``.
+    """
+    perm = np.argsort(level, kind="stable")
+    inv = np.empty_like(perm)
+    inv[perm] = np.arange(perm.size)
+    new_structs = [np.sort(inv[structs[old]]) for old in perm]
+    return perm, level[perm], new_structs

@@ -1,0 +1,190 @@
+"""``System``: a graph of equations lowered to a flat system ``F(x, params) = 0``.
+
+``x`` is every ``sg.unknown()`` leaf of every node (canonical node order, then field order);
+``params`` every other data leaf, stacked per kind: ``{kind label: {column label: array}}``.
+A ``System`` is a pytree with children ``(x0, params)``; everything else (kinds, groups, index
+arrays, the residual layout) is static aux data, so passing it to ``jax.jit`` is cheap.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _equations, _kinds, _lowering, _objectwise, _pattern
+from ._model_errors import LoweringError
+from ._system_paths import Paths
+
+EVALUATIONS = ("auto", "grouped", "objectwise")
+
+
+class _Structure:
+    """Static part of a System; equal for graphs of equal structure (jit cache key)."""
+
+    def __init__(self, an, evaluator, mode: str, origin: list):
+        self.an, self.evaluator, self.mode, self.eq = an, evaluator, mode, evaluator.eq
+        self.origin = origin  # the user's node objects (for locate/filters); not part of equality
+        self.key = (mode, tuple(k.key for k in an.kinds), an.kind_of.tobytes(),
+                    tuple(k.slots.tobytes() for k in an.kinds))
+        self.hash = hash(self.key)
+        self.pattern: tuple | None = None
+        self.paths = Paths(self)
+
+    def __eq__(self, other) -> bool:
+        return self is other or (isinstance(other, _Structure) and self.hash == other.hash
+                                 and self.key == other.key)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+
+class System:
+    """``F(x, params) = 0`` lowered from a graph; build with :meth:`System.build`."""
+
+    def __init__(self, x0, params, structure: _Structure):
+        self.x0, self.params, self._s = x0, params, structure
+
+    @classmethod
+    def build(cls, root: Any, *, evaluation: str = "auto", square: bool = True,
+              validate: bool = True) -> "System":
+        """Lower the graph of ``root``.
+
+        ``evaluation``: ``"grouped"`` (vmapped per group of alike elements), ``"objectwise"``
+        (each node's methods called in turn; the reference semantics) or ``"auto"`` (grouped
+        when possible). ``square``: require as many equations as unknowns. ``validate``: check
+        equation counts and structural singularity now, naming the nodes involved.
+        """
+        if evaluation not in EVALUATIONS:
+            raise ValueError(f"evaluation must be one of {EVALUATIONS}, got {evaluation!r}")
+        an, datas, nodes = _kinds.analyse(root)
+        _kinds.check_unknown_dtypes(an)
+        x0, params = _kinds.stack_columns(an, datas)
+        del datas
+        evaluator, mode = _evaluator(an, params, evaluation)
+        system = cls(x0, params, _Structure(an, evaluator, mode, nodes))
+        if validate:
+            system.validate(square=square)
+        return system
+
+    # -- the flat system -------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Number of unknowns (length of x)."""
+        return self._s.an.n
+
+    @property
+    def m(self) -> int:
+        """Number of equations (length of F)."""
+        return self._s.eq.m
+
+    @property
+    def evaluation(self) -> str:
+        """``"grouped"`` or ``"objectwise"``: how ``residual`` evaluates the model."""
+        return self._s.mode
+
+    def residual(self, x, params) -> jax.Array:
+        """``F(x, params)``, shape (m,). Pure; jit/vmap/grad-able in both arguments."""
+        return self._s.evaluator.residual(x, params)
+
+    def step_limit(self, x, dx, params):
+        """Smallest fraction in (0, 1] of the step ``dx`` the elements accept; None if no class
+        defines ``step_limit``."""
+        return self._s.evaluator.step_limit(x, dx, params)
+
+    def sparsity(self) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+        """``(rows, cols, (m, n))``: structural nonzeros of dF/dx (a superset; never misses one)."""
+        s = self._s
+        if s.pattern is None:
+            if s.mode == "grouped":
+                s.pattern = _pattern.grouped(s.an, s.evaluator)
+            else:
+                s.pattern = s.evaluator.pattern(_abstract(self.params))
+        rows, cols = s.pattern
+        return rows, cols, (self.m, self.n)
+
+    def validate(self, square: bool = True) -> None:
+        """Raise a ``ModelError`` if the counts differ (when ``square``) or the system is
+        structurally singular; the message names the kinds and nodes involved."""
+        _equations.check_counts(self._s.an, self._s.eq, square)
+        rows, cols, _ = self.sparsity()
+        _pattern.check_structure(self._s.an, self._s.eq, rows, cols)
+
+    def diagnose(self, x=None, params=None) -> str | None:
+        """Name the parts whose Jacobian is numerically singular at ``x`` (e.g. an island with
+        no reference, which structural checks cannot see); None if none is found. Costs one
+        compile: meant for explaining a failed solve, not for every build."""
+        from . import _diagnose
+
+        x = self.x0 if x is None else x
+        return _diagnose.diagnose(self, x, self.params if params is None else params)
+
+    # -- back to the graph ----------------------------------------------------------------
+    def to_graph(self, x, params=None) -> Any:
+        """A new graph (sharing intact) with unknowns from ``x`` and data from ``params``.
+
+        Leading batch axes of ``x`` (shape (..., n)) give a batched graph. Concrete values come
+        back as numpy arrays (fast on the host); traced ones as slices of the traced arrays.
+        """
+        params = self.params if params is None else params
+        batch = tuple(jnp.shape(x)[:-1])
+        cols = _objectwise.columns(self._s.an, x, params, batch)
+        return _objectwise.rebuild(self._s.an, cols)[0]
+
+    def unknown_paths(self) -> list[str]:
+        """Key path (with index for array fields) of every entry of x: ``.nodes[3].v``."""
+        return self._s.paths.unknowns()
+
+    def residual_labels(self) -> list[str]:
+        """Label of every entry of F: the node's key path + ``.residual`` (+ index)."""
+        return self._s.paths.residuals()
+
+    def locate(self, where) -> slice:
+        """Slice of x holding the unknowns of a node (object or key path) or of one leaf path."""
+        return self._s.paths.locate(where, equations=False)
+
+    def locate_equations(self, where) -> slice:
+        """Slice of F holding the equations of a node (object or key path)."""
+        return self._s.paths.locate(where, equations=True)
+
+    def set_params(self, params: dict, updates: dict) -> dict:
+        """``params`` with leaves replaced: ``{key path or simgraph filter: value}``.
+
+        A value of the leaf's shape goes to every selected leaf; a value with one more leading
+        axis of the number of selected leaves gives one value per leaf (canonical order).
+        Values may be tracers: to sweep a batch, call this inside ``jax.vmap``.
+        """
+        return self._s.paths.set_params(params, updates)
+
+    def __repr__(self) -> str:
+        kinds = ", ".join(f"{k.label} x{k.count}" for k in self._s.an.kinds)
+        return f"System(n={self.n}, m={self.m}, evaluation={self.evaluation!r}, kinds: {kinds})"
+
+
+def _evaluator(an, params, evaluation: str):
+    if evaluation != "objectwise":
+        try:
+            groups = _lowering.plan(an)
+            return _lowering.Grouped(an, groups, _lowering.equations(an, groups)), "grouped"
+        except LoweringError as err:
+            if evaluation == "grouped":
+                raise
+            warnings.warn(f"grouped evaluation is impossible ({err}); evaluating the {an.n_nodes} "
+                          "nodes one by one, so compile time grows with the graph.", stacklevel=3)
+    return _objectwise.Objectwise(an, _abstract(params)), "objectwise"
+
+
+def _abstract(tree):
+    return jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(jnp.shape(a), jnp.result_type(a)), tree)
+
+
+_KEYS = (jax.tree_util.GetAttrKey("x0"), jax.tree_util.GetAttrKey("params"))
+jax.tree_util.register_pytree_with_keys(
+    System,
+    lambda s: (tuple(zip(_KEYS, (s.x0, s.params))), s._s),
+    lambda structure, children: System(children[0], children[1], structure),
+    flatten_func=lambda s: ((s.x0, s.params), s._s),
+)

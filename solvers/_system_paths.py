@@ -1,0 +1,239 @@
+"""Names for the entries of a System: key paths of unknowns and equations, lookups, updates.
+
+Everything here is built lazily (a 10^5-node graph has ~10^5 paths) and cached on the
+System's static structure.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import simgraph as sg
+from simgraph._split import matcher
+
+from . import _kinds
+
+
+def _suffixes(shape: tuple) -> list[str]:
+    if shape == ():
+        return [""]
+    return ["[" + ", ".join(map(str, i)) + "]" for i in itertools.product(*(range(d) for d in shape))]
+
+
+def _normalize(path: str) -> str:
+    path = path.strip()
+    if path in ("", "<root>"):
+        return ""
+    return path if path.startswith((".", "[")) else "." + path
+
+
+_TOKEN = re.compile(r"\.([A-Za-z_]\w*)|\[(-?\d+)\]|\['([^']*)'\]|\[\"([^\"]*)\"\]")
+
+
+def _tokens(path: str) -> list | None:
+    """``.a[3]['k']`` -> ['a', 3, 'k'] (attribute names, indices, dict keys); None if malformed."""
+    out, pos = [], 0
+    for m in _TOKEN.finditer(path):
+        if m.start() != pos:
+            return None
+        name, num, k1, k2 = m.groups()
+        out.append(("attr", name) if name is not None else ("item", int(num) if num is not None else k1 or k2))
+        pos = m.end()
+    return out if pos == len(path) else None
+
+
+class Paths:
+    """Key-path views of one System structure."""
+
+    def __init__(self, structure):
+        self.s = structure
+        self._leaves: dict | None = None
+        self._nodes: dict | None = None
+        self._ids: dict | None = None
+
+    def _leaf_path(self, k: int, col) -> str:
+        keys = _kinds.node_paths(self.s.an)[k] + (jax.tree_util.GetAttrKey(col.field),) + col.sub
+        return jax.tree_util.keystr(keys)
+
+    def unknowns(self) -> list[str]:
+        an = self.s.an
+        out: list = [""] * an.n
+        for kind in an.kinds:
+            for j, col in enumerate(kind.columns):
+                if col.unknown:
+                    sfx = _suffixes(col.shape)
+                    for k, idx in zip(kind.members.tolist(), kind.xidx[j].tolist()):
+                        base = self._leaf_path(k, col)
+                        for i, s in zip(idx, sfx):
+                            out[i] = base + s
+        return out
+
+    def residuals(self) -> list[str]:
+        an, eq = self.s.an, self.s.eq
+        out = []
+        for k in np.flatnonzero(eq.size).tolist():
+            base = jax.tree_util.keystr(_kinds.node_paths(an)[k]) + ".residual"
+            out.extend(base + s for s in _suffixes(eq.shape(k)))
+        return out
+
+    def _index(self):
+        if self._leaves is None:
+            an = self.s.an
+            self._nodes = {jax.tree_util.keystr(p): k for k, p in enumerate(_kinds.node_paths(an))}
+            self._leaves = {}
+            for ki, kind in enumerate(an.kinds):
+                for j, col in enumerate(kind.columns):
+                    for row, k in enumerate(kind.members.tolist()):
+                        self._leaves[self._leaf_path(k, col)] = (ki, j, row)
+        return self._nodes, self._leaves
+
+    def resolve(self, path: str):
+        """Follow a key path from the root through any references: ``("node", k)``,
+        ``("leaf", (kind, column, row))`` or None. Accepts non-canonical paths too."""
+        tokens = _tokens(_normalize(path))
+        if tokens is None or not self.s.origin:
+            return None
+        obj, k, i = self.s.origin[0], 0, 0
+        while i < len(tokens):
+            op, name = tokens[i]
+            if op != "attr" or name not in type(obj).__sg_layout__.dynamic:
+                return None
+            value, j = obj.__dict__[name], i + 1
+            while j < len(tokens) and tokens[j][0] == "item" and isinstance(value, (list, tuple, dict)):
+                try:
+                    value = value[tokens[j][1]]
+                except (IndexError, KeyError, TypeError):
+                    return None
+                j += 1
+            if not isinstance(value, sg.ReffableTreeNode):
+                return self._leaf(k, name, tokens[i + 1:])
+            obj, k, i = value, self._node_ids()[id(value)], j
+        return ("node", k)
+
+    def _leaf(self, k: int, field: str, rest: list):
+        an = self.s.an
+        ki = int(an.kind_of[k])
+        sub = "".join(f"[{v!r}]" for _, v in rest)
+        for j, col in enumerate(an.kinds[ki].columns):
+            if col.field == field and jax.tree_util.keystr(col.sub) == sub:
+                return ("leaf", (ki, j, int(an.pos_of[k])))
+        return None
+
+    def _node_ids(self) -> dict:
+        if self._ids is None:
+            self._ids = {id(n): k for k, n in enumerate(self.s.origin)}
+        return self._ids
+
+    def node(self, where) -> int:
+        """Node index of a node object or node key path."""
+        if isinstance(where, sg.ReffableTreeNode):
+            k = self._node_ids().get(id(where))
+            if k is None:
+                raise sg.GraphError(
+                    f"{where!r} is not a node of the graph this System was built from (a System "
+                    "built inside a transform holds copies). Locate it by key path instead."
+                )
+            return k
+        hit = self.resolve(str(where))
+        if hit is None or hit[0] != "node":
+            path = _normalize(str(where))
+            raise sg.GraphError(f"no node at key path {path!r}.{_close(path, self._index()[0])}")
+        return hit[1]
+
+    def locate(self, where, equations: bool) -> slice:
+        an = self.s.an
+        if not equations and isinstance(where, str):
+            hit = self.resolve(where)
+            if hit is not None and hit[0] == "leaf":
+                kind = an.kinds[hit[1][0]]
+                if not kind.columns[hit[1][1]].unknown:
+                    raise sg.GraphError(f"{_normalize(where)} is a parameter, not an unknown; "
+                                        "parameters live in params (see set_params).")
+                idx = kind.xidx[hit[1][1]][hit[1][2]]
+                return slice(int(idx[0]), int(idx[-1]) + 1)
+        k = self.node(where)
+        start, size = (self.s.eq.start, self.s.eq.size) if equations else (an.x_start, an.x_size)
+        return slice(int(start[k]), int(start[k] + size[k]))
+
+    def select(self, where) -> list[tuple[int, int, int]]:
+        """``(kind, column, row)`` of every parameter leaf ``where`` selects, in canonical order."""
+        an = self.s.an
+        if isinstance(where, str):
+            hit = self.resolve(where)
+            hit = hit[1] if hit is not None and hit[0] == "leaf" else None
+            if hit is not None:
+                if an.kinds[hit[0]].columns[hit[1]].unknown:
+                    raise sg.GraphError(
+                        f"{_normalize(where)} is an unknown, not a parameter: set its start value "
+                        "in x0 (x0.at[system.locate(path)].set(value)).")
+                return [hit]
+            if where.startswith((".", "[")) or "[" in where:
+                raise sg.GraphError(f"no parameter at key path {where!r}.{_close(where, self._index()[1])}")
+        pred = matcher(where)
+        if isinstance(where, type):
+            pred = None
+            picked = [(ki, j, row) for ki, kind in enumerate(an.kinds) if issubclass(kind.cls, where)
+                      for j, c in enumerate(kind.columns) if not c.unknown for row in range(kind.count)]
+        elif isinstance(where, str):
+            cls_name, _, field = where.rpartition(".")
+            picked = [(ki, j, row) for ki, kind in enumerate(an.kinds)
+                      if not cls_name or kind.cls.__name__ == cls_name
+                      for j, c in enumerate(kind.columns) if not c.unknown and c.field == field
+                      for row in range(kind.count)]
+        else:
+            picked = []
+            for ki, kind in enumerate(an.kinds):
+                for j, c in enumerate(kind.columns):
+                    if not c.unknown:
+                        for row, k in enumerate(kind.members.tolist()):
+                            info = sg.LeafInfo(self._leaf_path(k, c), self.s.origin[k], c.field, "state")
+                            if pred(info):
+                                picked.append((ki, j, row))
+        picked.sort(key=lambda p: (int(an.kinds[p[0]].members[p[2]]), p[1]))
+        return picked
+
+    def set_params(self, params: dict, updates: dict) -> dict:
+        an = self.s.an
+        new = {label: dict(cols) for label, cols in params.items()}
+        for where, value in updates.items():
+            picked = self.select(where)
+            if not picked:
+                raise sg.GraphError(
+                    f"{where!r} selects no parameter leaf. Use a key path such as "
+                    "'.elements[0].g' (as jax.tree_util.keystr prints it), a field name, a node class or a "
+                    "callable on sg.LeafInfo.")
+            shapes = {an.kinds[ki].columns[j].shape for ki, j, _ in picked}
+            value = jnp.asarray(value)
+            per_leaf = len(shapes) == 1 and value.shape == (len(picked),) + next(iter(shapes))
+            if not per_leaf and any(value.shape != s for s in shapes):
+                raise sg.GraphError(
+                    f"value for {where!r} has shape {value.shape}; the {len(picked)} selected "
+                    f"leaves have shape(s) {sorted(shapes)}. Pass one value of the leaf shape, or "
+                    "one per selected leaf stacked on a leading axis.")
+            by_col: dict = {}
+            for i, (ki, j, row) in enumerate(picked):
+                by_col.setdefault((ki, j), []).append((row, i))
+            for (ki, j), items in by_col.items():
+                kind, col = an.kinds[ki], an.kinds[ki].columns[j]
+                rows = np.asarray([r for r, _ in items])
+                vals = value[np.asarray([i for _, i in items])] if per_leaf else jnp.broadcast_to(
+                    value, (len(rows),) + col.shape)
+                old = new[kind.label][col.label]
+                vals = vals.astype(jnp.result_type(old))
+                if len(rows) == kind.count and np.all(rows == np.arange(kind.count)):
+                    new[kind.label][col.label] = vals
+                else:
+                    new[kind.label][col.label] = jnp.asarray(old).at[rows].set(vals)
+        return new
+
+
+def _close(path: str, names: dict) -> str:
+    pool = list(itertools.islice(names, 20000))
+    near = difflib.get_close_matches(path, pool, n=3)
+    return f" Did you mean {', '.join(near)}?" if near else ""

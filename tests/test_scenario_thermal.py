@@ -1,0 +1,159 @@
+"""Thermal networks against closed forms (grey parallel plates, shields) and energy balance."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from scenarios import thermal as th
+
+SIGMA = th.STEFAN_BOLTZMANN
+
+
+def _plates(t1, t2, e1, e2, area, heater=None):
+    """Two infinite parallel plates: plate 1 fixed at t1 (or heated by ``heater`` W)."""
+    fixed = {"cold": ("p2", t2)}
+    loads = {}
+    if heater is None:
+        fixed["hot"] = ("p1", t1)
+    else:
+        loads["heater"] = ("p1", heater)
+    return th.build_thermal({"p1": t1, "p2": t2},
+                            radiation={"gap": ("p1", "p2", area, (e1, e2))},
+                            fixed=fixed, loads=loads)
+
+
+def test_two_fixed_parallel_plates_exchange_the_closed_form_heat():
+    t1, t2, e1, e2, area = 500.0, 300.0, 0.8, 0.6, 2.0
+    result = th.solve_thermal(_plates(t1, t2, e1, e2, area))
+    q = SIGMA * area * (t1 ** 4 - t2 ** 4) / (1 / e1 + 1 / e2 - 1)
+    assert bool(result.solution.converged)
+    assert result.heat_flow("gap") == pytest.approx(q, rel=1e-12)
+    assert result.boundary_heat("hot") == pytest.approx(q, rel=1e-10)
+    assert result.boundary_heat("cold") == pytest.approx(-q, rel=1e-10)
+
+
+def test_heated_plate_reaches_the_closed_form_temperature():
+    t2, e1, e2, area, heat = 300.0, 0.9, 0.3, 1.5, 400.0
+    result = th.solve_thermal(_plates(300.0, t2, e1, e2, area, heater=heat))
+    t1 = (t2 ** 4 + heat * (1 / e1 + 1 / e2 - 1) / (SIGMA * area)) ** 0.25
+    assert result.temperature("p1") == pytest.approx(t1, rel=1e-12)
+    assert result.heat_flow("gap") == pytest.approx(heat, rel=1e-10)
+    assert abs(result.energy_imbalance()) < 1e-9
+
+
+def test_n_radiation_shields_divide_the_exchange_by_n_plus_one():
+    n, e, t1, t2 = 3, 0.2, 600.0, 300.0
+    names = ["p1"] + [f"s{k}" for k in range(n)] + ["p2"]
+    rad = {f"r{k}": (names[k], names[k + 1], 1.0, (e, e)) for k in range(n + 1)}
+    net = th.build_thermal(names, radiation=rad,
+                           fixed={"hot": ("p1", t1), "cold": ("p2", t2)})
+    result = th.solve_thermal(net)
+    q = SIGMA * (t1 ** 4 - t2 ** 4) / ((n + 1) * (2 / e - 1))
+    for k in range(n + 1):
+        assert result.heat_flow(f"r{k}") == pytest.approx(q, rel=1e-10)
+    # equal steps in T^4 between successive surfaces
+    t4 = np.array([result.temperature(name) ** 4 for name in names])
+    np.testing.assert_allclose(np.diff(t4), np.full(n + 1, (t2 ** 4 - t1 ** 4) / (n + 1)),
+                               rtol=1e-9)
+
+
+def test_grey_body_factor_for_enclosed_surfaces():
+    e = np.array([0.7, 0.4])
+    ratio = 0.25  # A1 / A2, e.g. concentric spheres
+    expected = 1.0 / (1 / e[0] + ratio * (1 / e[1] - 1))
+    assert float(th.grey_body_factor(e, 1.0, ratio)) == pytest.approx(expected, rel=1e-14)
+    assert float(th.grey_body_factor(e, 1.0)) == pytest.approx(1 / (1 / 0.7 + 1 / 0.4 - 1))
+
+
+def _random_network(seed: int, n: int = 12):
+    rng = np.random.default_rng(seed)
+    names = [f"n{k}" for k in range(n)]
+    links = [(k, k + 1) for k in range(n - 1)]  # a chain keeps it connected
+    links += [tuple(sorted(rng.choice(n, 2, replace=False))) for _ in range(n)]
+    conduction, radiation = {}, {}
+    for j, (a, b) in enumerate(links):
+        if rng.random() < 0.5:
+            conduction[f"c{j}"] = (names[a], names[b], float(rng.uniform(0.1, 5.0)))
+        else:
+            radiation[f"r{j}"] = (names[a], names[b], float(rng.uniform(0.1, 2.0)),
+                                  tuple(rng.uniform(0.1, 1.0, 2)), float(rng.uniform(0.2, 1.0)),
+                                  float(rng.uniform(0.5, 2.0)))
+    fixed = {"sink": (names[0], 250.0), "wall": (names[-1], 320.0)}
+    loads = {f"q{k}": (names[k], float(rng.uniform(-20.0, 80.0))) for k in range(2, n - 2, 2)}
+    return th.build_thermal(names, conduction=conduction, radiation=radiation, fixed=fixed,
+                            loads=loads), conduction, radiation, loads
+
+
+def test_random_network_balances_energy_globally_and_at_every_node():
+    net, conduction, radiation, loads = _random_network(seed=7)
+    result = th.solve_thermal(net)
+    assert bool(result.solution.converged)
+    temps = {n: result.temperature(n) for n in net.node_names}
+    total = sum(abs(q) for _, q in loads.values()) + sum(abs(result.boundary_heat(b))
+                                                      for b in net.boundary_names)
+    assert abs(result.energy_imbalance()) <= 1e-10 * total
+    # independent recomputation of each node's balance from the formulas (numpy, not the model)
+    outflow = dict.fromkeys(temps, 0.0)
+    for a, b, g in conduction.values():
+        outflow[a] += g * (temps[a] - temps[b])
+        outflow[b] -= g * (temps[a] - temps[b])
+    for a, b, area, (e1, e2), view, ratio in radiation.values():
+        q = SIGMA * area * (temps[a] ** 4 - temps[b] ** 4) / (
+            (1 - e1) / e1 + 1 / view + (1 - e2) / e2 * ratio)
+        outflow[a] += q
+        outflow[b] -= q
+    for node, heat in loads.values():
+        outflow[node] -= heat
+    injected = {net.node_names[0]: result.boundary_heat("sink"),
+                net.node_names[-1]: result.boundary_heat("wall")}
+    for node, out in outflow.items():
+        assert out == pytest.approx(injected.get(node, 0.0), abs=1e-9 * total)
+
+
+def test_sweep_of_the_heater_matches_the_closed_form_at_every_point():
+    t2, e1, e2, area = 300.0, 0.9, 0.3, 1.5
+    heats = np.linspace(0.0, 800.0, 9)
+    sweep = th.sweep_thermal(_plates(300.0, t2, e1, e2, area, heater=1.0), "heater", heats)
+    expected = (t2 ** 4 + heats * (1 / e1 + 1 / e2 - 1) / (SIGMA * area)) ** 0.25
+    assert sweep.converged
+    np.testing.assert_allclose(sweep.temperature("p1"), expected, rtol=1e-12)
+    np.testing.assert_allclose(sweep.boundary_heat("cold"), -heats, atol=1e-9)
+    assert sweep.to_json()["sweep"][3]["temperatures"]["p1"] == pytest.approx(expected[3])
+
+
+def test_reader_errors_name_the_file_and_entry(tmp_path):
+    doc = json.loads(th.EXAMPLE.read_text())
+    bad = tmp_path / "net.json"
+    doc["radiation"]["hot_to_shield"]["b"] = "nowhere"
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(th.FormatError, match=r"net.json: \.radiation\.hot_to_shield\.b: "
+                                             r"unknown node \"nowhere\""):
+        th.read_thermal(bad)
+    doc = json.loads(th.EXAMPLE.read_text())
+    doc["radiation"]["hot_to_shield"]["emissivity"] = [0.8, 1.5]
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(th.FormatError, match=r"emissivities must be in \(0, 1\]"):
+        th.read_thermal(bad)
+    doc = json.loads(th.EXAMPLE.read_text())
+    del doc["fixed"]
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(th.FormatError, match=r"\.fixed: no fixed-temperature boundary"):
+        th.read_thermal(bad)
+    doc = json.loads(th.EXAMPLE.read_text())
+    doc["conduction"]["strut"]["g"] = 1.0
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(th.FormatError, match=r"\.conduction\.strut\.g: unknown key"):
+        th.read_thermal(bad)
+
+
+def test_run_report_json_on_the_shipped_example():
+    report = th.run()
+    doc = report.json
+    assert doc["converged"] is True and set(doc["temperatures"]) == {"hot", "shield", "cold"}
+    assert doc["temperatures"]["cold"] == pytest.approx(300.0, abs=1e-9)
+    # series radiation through the shield carries the same heat as the heater minus the strut
+    assert doc["heat_flows"]["hot_to_shield"] == pytest.approx(doc["heat_flows"]["shield_to_cold"])
+    assert doc["heat_flows"]["hot_to_shield"] + doc["heat_flows"]["strut"] == pytest.approx(50.0)
+    assert doc["boundary_heat"]["sink"] == pytest.approx(-50.0)

@@ -1,0 +1,191 @@
+"""Water networks: EPANET and WNTR references, EPANET's constants, pumps, sweeps, bad topology."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scenarios.water import (IslandError, WaterConstants, build_water, elements, read_inp)
+
+DATA = Path(__file__).parent / "data" / "water"
+NETWORKS = ["Todini_Fig2_solA_CMH", "Net1", "Net2"]
+REFERENCES = [("epanet", "solution_epanet"), ("wntr", "solution_wntrsim")]
+
+
+@pytest.fixture(scope="module", params=NETWORKS)
+def case(request):
+    name = request.param
+    return read_inp(DATA / f"{name}.inp"), json.loads((DATA / f"{name}.json").read_text())
+
+
+def max_diff(result_fn, reference: dict) -> float:
+    return max(abs(result_fn(name) - value) for name, value in reference.items())
+
+
+@pytest.mark.parametrize("flavour, key", REFERENCES)
+def test_matches_reference(case, flavour, key) -> None:
+    net, ref = case
+    result = build_water(net, ref["constants"][flavour]).solve()
+    assert result.converged, result.message()
+    assert max_diff(result.head, ref[key]["head"]) <= 1e-6
+    assert max_diff(result.flow, ref[key]["flow"]) <= 1e-9
+    assert result.iterations <= ref["verification"][f"{flavour}_constants"]["iterations"] + 1
+    if flavour == "epanet":  # reservoir and tank outflows, junction demands, pressures
+        assert max_diff(result.demand, ref[key]["demand"]) <= 1e-9
+        assert max_diff(result.pressure, ref[key]["pressure"]) <= 1e-6
+
+
+def test_epanet_constants_follow_the_flow_units(case) -> None:
+    net, ref = case
+    block = ref["constants"]["epanet"]
+    ours = WaterConstants.epanet(net)
+    assert math.isclose(ours.k_hw, block["hw_k_SI_effective"], rel_tol=1e-13)
+    assert math.isclose(ours.minor_g, block["minor_loss_g_SI_effective"], rel_tol=1e-13)
+    assert math.isclose(ours.rho_g, block["power_pump_rho_g_SI_effective"], rel_tol=1e-8)
+    result = build_water(net, "epanet").solve()
+    assert max_diff(result.head, ref["solution_epanet"]["head"]) <= 1e-6
+
+
+def test_result_json_and_names(case) -> None:
+    net, ref = case
+    result = build_water(net, ref["constants"]["epanet"]).solve()
+    out = json.loads(json.dumps(result.to_json()))
+    assert set(out) == {"heads", "flows", "converged", "iterations", "residual_norm"}
+    assert set(out["heads"]) == set(net.node_names) and set(out["flows"]) == set(net.link_names)
+    assert out["converged"] is True and out["residual_norm"] <= 1e-10
+    with pytest.raises(KeyError, match="no node"):
+        result.head("no-such-node")
+    with pytest.raises(KeyError, match="no link"):
+        result.flow("no-such-link")
+
+
+def test_demand_multiplier_sweep_is_one_batched_solve() -> None:
+    net = read_inp(DATA / "Net1.inp")
+    ref = json.loads((DATA / "Net1.json").read_text())
+    model = build_water(net, ref["constants"]["epanet"])
+    multipliers = np.array([0.5, 1.0, 1.5])
+    sweep = model.sweep(multipliers)
+    assert sweep.converged.all() and len(sweep) == 3
+    assert max_diff(sweep[1].head, ref["solution_epanet"]["head"]) <= 1e-6
+    total = sum(j.demand for j in net.junctions)
+    for m, member in zip(multipliers, sweep):
+        supplied = member.demand("9") + member.demand("2")  # reservoir + tank
+        assert supplied == pytest.approx(-m * total, abs=1e-12)
+        alone = build_water(net, ref["constants"]["epanet"])
+        alone.graph.hydraulics.demand_multiplier = float(m)
+        single = alone.solve()
+        assert max_diff(member.head, single.heads()) <= 1e-9
+    assert np.all(np.diff(sweep.head("32")) < 0)  # more demand, less head downstream
+    assert json.loads(json.dumps(sweep.to_json()))["values"] == multipliers.tolist()
+
+
+MIXED = """
+[TITLE]
+three pump kinds, a minor loss, a closed pipe and a dead end
+[JUNCTIONS]
+J1  10  0
+J2  5   2
+J3  8   0
+J4  2   6
+J5  10  0
+J6  5   0
+[RESERVOIRS]
+R1  100
+R2  50
+[TANKS]
+T1  20  15  1  30  10  0
+[PIPES]
+P1  J1  J2  800  150  110  2.0  Open
+P2  J3  J2  600  100  120  0    Open
+P3  J2  J4  500  150  100  0    Open
+P4  J4  T1  300  100  100  0.5  Open
+P5  J5  J2  400  100  130  0    Open
+P6  J1  J4  100  100  100  0    Closed
+P7  J2  J6  200  80   100  0    Open
+[PUMPS]
+PU1  R1  J1  HEAD C1  SPEED 0.9
+PU2  R2  J3  POWER 5
+PU3  R1  J5  HEAD C3
+[CURVES]
+C1  0    60
+C1  10   50
+C1  20   20
+C3  0    40
+C3  5    38
+C3  10   33
+C3  15   20
+[OPTIONS]
+Units LPS
+Headloss H-W
+[END]
+"""
+
+
+def test_pump_kinds_minor_loss_closed_link_and_dead_end() -> None:
+    net = read_inp(MIXED)
+    model = build_water(net, "epanet")
+    c = model.constants
+    assert isinstance(model.graph.pumps["PU2"], elements.PowerPump)
+    assert isinstance(model.graph.pumps["PU3"], elements.CurvePump)
+    assert "P6" not in model.graph.pipes  # closed at t = 0: removed
+    r = model.solve()
+    assert r.converged, r.message()
+    assert r.flow("P6") == 0.0 and r.flow("P7") == 0.0  # closed; dead end without demand
+    for p in net.pipes:
+        if p.name == "P6":
+            continue
+        q = r.flow(p.name)
+        k = c.k_hw * p.length * p.roughness ** -1.852 * p.diameter ** -4.871
+        m = 8 * p.minor_loss / (c.minor_g * math.pi ** 2 * p.diameter ** 4)
+        loss = k * abs(q) ** 0.852 * q + m * abs(q) * q
+        assert r.head(p.start) - r.head(p.end) == pytest.approx(loss, abs=1e-9)
+    pu1, pu3 = net.pumps[0], net.pumps[2]
+    w, q1 = pu1.speed_t0, r.flow("PU1")
+    gain1 = w ** 2 * pu1.A - pu1.B * w ** (2 - pu1.C) * q1 ** pu1.C
+    assert r.head("J1") - r.head("R1") == pytest.approx(gain1, abs=1e-9)
+    q3 = r.flow("PU3")
+    assert 0.010 < q3 < 0.015  # on the third segment of C3
+    gain3 = 33.0 + (20.0 - 33.0) / 0.005 * (q3 - 0.010)
+    assert r.head("J5") - r.head("R1") == pytest.approx(gain3, abs=1e-9)
+    power = (r.head("J3") - r.head("R2")) * r.flow("PU2") * c.rho_g
+    assert power == pytest.approx(5000.0, rel=1e-10)
+    for j in net.junctions:  # mass balance: inflow - outflow = demand
+        net_in = sum(r.flow(l.name) * ((l.end == j.name) - (l.start == j.name))
+                     for l in (*net.pipes, *net.pumps))
+        assert net_in == pytest.approx(j.demand, abs=1e-12)
+
+
+ISLAND = """
+[JUNCTIONS]
+A  0  1
+B  0  1
+C  0  1
+D  0  1
+E  0  1
+[RESERVOIRS]
+R  50
+[PIPES]
+P1  R  A  100  100  100
+P2  B  C  100  100  100
+P3  C  D  100  100  100
+P4  D  B  100  100  100
+P5  A  E  100  100  100  0  Closed
+[END]
+"""
+
+
+def test_island_without_reservoir_is_named_before_newton() -> None:
+    with pytest.raises(IslandError) as err:
+        build_water(read_inp(ISLAND))
+    assert set(err.value.nodes) == {"B", "C", "D", "E"}
+    message = str(err.value)
+    assert "'B', 'C', 'D', 'E'" in message and "reservoir or tank" in message
+
+
+def test_unsupported_head_loss_formula_is_refused() -> None:
+    text = ISLAND.replace("[END]", "[OPTIONS]\nHeadloss D-W\n[END]")
+    with pytest.raises(ValueError, match="Hazen-Williams"):
+        build_water(read_inp(text))

@@ -137,10 +137,11 @@ def cmd_demo(args) -> int:
     for scenario in SCENARIOS.values():
         start = time.perf_counter()
         sweep = parse_sweep(scenario.demo_sweep) if scenario.demo_sweep else None
-        what = f" (--sweep {scenario.demo_sweep})" if sweep else ""
+        what = f" --input {scenario.demo_input.name}" if scenario.demo_input else ""
+        what += f" --sweep {scenario.demo_sweep}" if sweep else ""
         print(f"\n== {scenario.name}{what}: {scenario.description}")
         try:
-            report = scenario.run(None, sweep, progress=False)
+            report = scenario.run(scenario.demo_input, sweep, progress=False)
         except ScenarioUnavailable as err:
             print(f"   skipped: {err}")
             continue

@@ -3,7 +3,8 @@
 Every domain package exposes ``run(input=None, sweep=None, solver=None, progress=False)``
 returning a :class:`Report` (``sweep`` is a :class:`SweepSpec` or None). A domain whose
 ``run`` is missing is reported as "not available yet" instead of failing obscurely; a ``run``
-that returns the domain's JSON document (a dict) instead of a Report is adapted here.
+that returns the domain's JSON document (a dict) instead of a Report is adapted here, and a
+Report without a plot gets the default plot for its document (:mod:`scenarios._cli_plots`).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import inspect
 from pathlib import Path
 from typing import Any, Mapping
 
+from ._cli_plots import default_draw
 from ._cli_report import Report, SweepSpec
 
 __all__ = ["SCENARIOS", "Scenario", "ScenarioUnavailable", "DATA"]
@@ -27,7 +29,8 @@ class ScenarioUnavailable(RuntimeError):
 
 @dataclasses.dataclass(frozen=True)
 class Scenario:
-    """One entry of ``python -m scenarios list``; ``demo_sweep`` is used by the demo."""
+    """One entry of ``python -m scenarios list``; the demo runs ``demo_input`` (default: the
+    example) with ``demo_sweep``."""
 
     name: str
     module: str
@@ -35,6 +38,7 @@ class Scenario:
     example: Path
     sweep_hint: str | None
     demo_sweep: str | None = None
+    demo_input: Path | None = None
 
     def runner(self):
         """The domain's ``run`` function, or raise :class:`ScenarioUnavailable`."""
@@ -69,7 +73,10 @@ class Scenario:
                 raise ValueError(f"the {self.name} scenario does not support --sweep yet")
             kwargs = {k: v for k, v in kwargs.items() if k in accepted}
         out = run(str(input) if input is not None else str(self.example), **kwargs)
-        return out if isinstance(out, Report) else _from_json(self.name, out)
+        report = out if isinstance(out, Report) else _from_json(self.name, out)
+        if report.draw is None:
+            report.draw = default_draw(self.name, report.json)
+        return report
 
 
 def _from_json(name: str, doc: Any) -> Report:
@@ -110,5 +117,5 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("truss", "scenarios.truss",
              "plane trusses with large displacements (two-bar von Mises arch)",
              DATA / "truss" / "von_mises.json", "P=0:1.25:26 (a load factor)",
-             "P=0:1.25:26"),
+             "apex_control.uy=0:-0.25:51", DATA / "truss" / "von_mises_control.json"),
 )}

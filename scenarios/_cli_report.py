@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["Report", "SweepSpec", "solve_status", "fmt"]
+__all__ = ["Report", "SweepSpec", "solve_status", "solver_name", "fmt"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,3 +72,8 @@ def solve_status(solution) -> tuple[bool, int, float]:
     iters = int(np.max(np.asarray(solution.iterations)))
     norm = float(np.max(np.asarray(solution.residual_norm)))
     return conv, iters, norm
+
+
+def solver_name(solver: Any) -> str:
+    """Short display name of a solve method (``None``: the library's default polyalgorithm)."""
+    return "solvers.Default" if solver is None else type(solver).__name__

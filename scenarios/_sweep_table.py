@@ -1,54 +1,38 @@
 """Parameter sweeps shared by the equations, thermal and truss scenarios.
 
-A sweep is run as batched solves (``solve_batch``) in chunks of one fixed size, so every chunk
-reuses one compiled program and a progress bar can advance between chunks. The results are
-kept as arrays with a leading sweep axis, with names for their columns.
+A sweep is one batched solve (``solvers.solve_batch``, in chunks for long sweeps); the results
+are kept as arrays with a leading sweep axis, with names for their columns.
 """
 from __future__ import annotations
 
 import dataclasses
-import sys
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-__all__ = ["SweepTable", "chunked_sweep", "STATUS"]
+import solvers
+
+__all__ = ["SweepTable", "sweep_arrays", "STATUS", "SWEEP_CHUNK"]
+
+#: Points per batched solve of a sweep; longer sweeps show a progress bar on a terminal.
+SWEEP_CHUNK = 256
 
 #: Per-point solve status arrays every sweep carries.
 STATUS = ("converged", "iterations", "residual_norm")
 
 
-def chunked_sweep(values: np.ndarray, solve_chunk: Callable[[np.ndarray], dict],
-                  chunk: int = 128, progress: bool = False) -> dict:
-    """Run ``solve_chunk`` (a batched solve returning ``{key: array with a leading batch
-    axis}``) over ``values`` in chunks of ``chunk`` points (the last one padded by repeating
-    its last value). ``progress`` shows a tqdm bar on stderr (if tqdm is installed)."""
-    values = np.asarray(values)
-    n = len(values)
-    if n == 0:
-        raise ValueError("a sweep needs at least one value (COUNT >= 1)")
-    size = min(chunk, n)
-    bar = _progress_bar(n) if progress and n > size else None
-    parts = []
-    for start in range(0, n, size):
-        part = values[start:start + size]
-        keep = len(part)
-        if keep < size:
-            part = np.concatenate([part, np.repeat(part[-1:], size - keep, axis=0)])
-        parts.append({k: np.asarray(v)[:keep] for k, v in solve_chunk(part).items()})
-        if bar is not None:
-            bar.update(keep)
-    if bar is not None:
-        bar.close()
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-
-
-def _progress_bar(total: int):
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, file=sys.stderr, unit="pt", desc="sweep", leave=False)
+def sweep_arrays(graph: Any, updates: Mapping[str, Any], extract: Callable[[Any], dict],
+                 solver: Any = None, progress: bool | None = None) -> dict:
+    """Solve ``graph`` once per row of ``updates`` (``{key path: values with a leading sweep
+    axis}``) with ``solvers.solve_batch`` and return ``extract(batched solved graph)`` as numpy
+    arrays plus the :data:`STATUS` arrays. Sweeps longer than :data:`SWEEP_CHUNK` points run
+    in chunks with a progress bar when ``progress`` (default: stderr is a terminal)."""
+    sol = solvers.solve_batch(graph, updates, solver=solver, chunk_size=SWEEP_CHUNK,
+                              progress=progress)
+    arrays = {k: np.asarray(v) for k, v in extract(sol.system).items()}
+    arrays.update(converged=np.asarray(sol.converged), iterations=np.asarray(sol.iterations),
+                  residual_norm=np.asarray(sol.residual_norm))
+    return arrays
 
 
 @dataclasses.dataclass(frozen=True)

@@ -140,6 +140,7 @@ class _Keys:
         self.py = {t: ((), canonical(d)) for t, d in _PY_DTYPES.items()}
 
     def leaf(self, v, where):
+        """``(shape, canonical dtype)`` of a data leaf; ``where()`` names it in errors."""
         key = self.py.get(type(v))
         if key is not None:
             return key
@@ -149,8 +150,8 @@ class _Keys:
                 dt = self.dtypes[v.dtype] = canonical(v.dtype)
             return (tuple(v.shape), dt)
         raise sg.GraphTypeError(
-            f"{where}: holds a {type(v).__name__}, which is neither an array, a number nor a node. "
-            "Model data must be arrays or numbers; declare other metadata with sg.static()."
+            f"{where()}: holds a {type(v).__name__}, which is neither an array, a number nor a "
+            "node. Model data must be arrays or numbers; declare other metadata with sg.static()."
         )
 
     def container(self, v, where, index):
@@ -167,30 +168,35 @@ class _Keys:
         return (treedef, tuple(keys)), data, refs
 
 
+_ARRAYS = (np.ndarray, np.generic, jax.Array)
+
+
 def _describe(node, entry, keys: _Keys, index):
     """``(kind key, data leaves, ref ids)`` of one node, using the walk's field specs."""
     cls, statics, specs = entry
     d = node.__dict__
     fkeys, data, refs = [], [], []
+    py = keys.py
     for name, spec in zip(cls.__sg_layout__.dynamic, specs):
         if type(spec) is not int:  # a container holding only references
-            treedef, ids = spec
-            fkeys.append((treedef, (_REF,) * len(ids)))
-            refs.extend(ids)
+            fkeys.append((spec[0], (_REF,) * len(spec[1])))
+            refs.extend(spec[1])
         elif spec >= 0:
             fkeys.append(_REF)
             refs.append(spec)
         else:
             v = d[name]
-            if v is None:
+            key = py.get(type(v))
+            if key is not None:
+                fkeys.append(key)
+                data.append(v)
+            elif v is None:
                 fkeys.append(_NONE)
-                continue
-            where = f"{cls.__name__}.{name}"
-            if spec == _walk.CHILD and (type(v) in keys.py or isinstance(v, (np.ndarray, np.generic, jax.Array))):
-                fkeys.append(keys.leaf(v, where))
+            elif spec == _walk.CHILD and isinstance(v, _ARRAYS):
+                fkeys.append(keys.leaf(v, None))
                 data.append(v)
             else:
-                key, d_, r_ = keys.container(v, where, index)
+                key, d_, r_ = keys.container(v, lambda: f"{cls.__name__}.{name}", index)
                 fkeys.append(key)
                 data.extend(d_)
                 refs.extend(r_)
@@ -303,22 +309,19 @@ def stack_columns(analysis: Analysis, datas: list) -> tuple[Any, dict]:
 
 def _stack(values: list, col: Column):
     shape = lambda k: (k,) + col.shape  # noqa: E731
+    types = set(map(type, values))
+    if not any(issubclass(t, jax.core.Tracer) for t in types):
+        if any(issubclass(t, jax.Array) for t in types):
+            values = jax.device_get(values)  # one batched transfer instead of one per leaf
+        return jnp.asarray(np.asarray(values, dtype=col.dtype).reshape(shape(len(values))))
     traced = [i for i, v in enumerate(values) if isinstance(v, jax.core.Tracer)]
-    if not traced:
-        return jnp.asarray(_host(values, col.dtype).reshape(shape(len(values))))
     if len(traced) == len(values):
         return jnp.stack([jnp.asarray(v, dtype=col.dtype) for v in values])
     rest = [i for i in range(len(values)) if not isinstance(values[i], jax.core.Tracer)]
     host = np.zeros(shape(len(values)), dtype=col.dtype)
-    host[rest] = _host([values[i] for i in rest], col.dtype).reshape(shape(len(rest)))
+    host[rest] = np.asarray(jax.device_get([values[i] for i in rest]), dtype=col.dtype).reshape(shape(len(rest)))
     tv = jnp.stack([jnp.asarray(values[i], dtype=col.dtype) for i in traced])
     return jnp.asarray(host).at[np.asarray(traced)].set(tv)
-
-
-def _host(values: list, dtype) -> np.ndarray:
-    if any(isinstance(v, jax.Array) for v in values):
-        values = jax.device_get(values)  # one batched transfer instead of one per leaf
-    return np.asarray(values, dtype=dtype)
 
 
 def _assemble_x(analysis: Analysis, pieces: list):

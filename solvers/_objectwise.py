@@ -18,6 +18,8 @@ from ._model_errors import ContributionError, MethodError, ModelError
 def columns(an, x, params, batch: tuple = ()) -> list:
     """Per kind, per column: a sequence of per-member values (numpy on host when concrete)."""
     host = not any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves((x, params)))
+    xp = np if host else jnp
+    x = xp.asarray(x)
     nb = len(batch)
     out = []
     for kind in an.kinds:
@@ -25,14 +27,11 @@ def columns(an, x, params, batch: tuple = ()) -> list:
         cols = []
         for j, c in enumerate(kind.columns):
             if c.unknown:
-                arr = jnp.reshape(jnp.asarray(x)[..., kind.xidx[j]], batch + (kind.count,) + c.shape)
+                arr = xp.reshape(x[..., kind.xidx[j]], batch + (kind.count,) + c.shape)
             else:
-                arr = given[c.label]
-            batched = jnp.ndim(arr) == nb + 1 + len(c.shape)
-            if host:
-                arr = np.asarray(arr)
-            if batched and nb:
-                arr = jnp.moveaxis(arr, nb, 0) if not host else np.moveaxis(arr, nb, 0)
+                arr = xp.asarray(given[c.label])
+            if nb and arr.ndim == nb + 1 + len(c.shape):  # batched: members first
+                arr = xp.moveaxis(arr, nb, 0)
             cols.append(list(arr) if host else [arr[i] for i in range(kind.count)])
         out.append(cols)
     return out
@@ -42,15 +41,24 @@ def rebuild(an, cols: list) -> list:
     """New node objects (one per node, references wired) from per-member column values."""
     nodes = [object.__new__(an.kinds[k].cls) for k in an.kind_of.tolist()]
     for kind, kcols in zip(an.kinds, cols):
-        statics = list(zip(kind.cls.__sg_layout__.static, kind.statics))
-        slots = kind.slots.tolist()
-        for row, k in enumerate(kind.members.tolist()):
-            d = nodes[k].__dict__
+        dicts = [nodes[k].__dict__ for k in kind.members.tolist()]
+        statics = dict(zip(kind.cls.__sg_layout__.static, kind.statics))
+        for d in dicts:
             d.update(statics)
-            values = [col[row] for col in kcols]
-            refs = slots[row]
-            for f in kind.fields:
-                d[f.name] = _kinds.build_field(f, values, lambda s: nodes[refs[s]])
+        for f in kind.fields:  # column by column: one tight loop per field
+            if f.treedef is None and f.items[0][0] == "col":
+                for d, v in zip(dicts, kcols[f.items[0][1]]):
+                    d[f.name] = v
+            elif f.treedef is None and f.items[0][0] == "ref":
+                for d, t in zip(dicts, kind.slots[:, f.items[0][1]].tolist()):
+                    d[f.name] = nodes[t]
+            elif f.treedef is None:
+                for d in dicts:
+                    d[f.name] = None
+            else:
+                slots = kind.slots.tolist()
+                for row, d in enumerate(dicts):
+                    d[f.name] = _kinds.build_field(f, [c[row] for c in kcols], lambda s: nodes[slots[row][s]])
     return nodes
 
 

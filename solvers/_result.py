@@ -63,7 +63,7 @@ _MESSAGES = {
     RESULTS.nonfinite_residual: (
         "F returned NaN or inf at the start or at every trial point of a step. Check the "
         "model for division by zero, log or sqrt of negative numbers or overflowing exp; "
-        "start inside the model's domain, or give a step_limit hook that keeps iterates "
+        "try a start inside the model's domain, or a step_limit hook that keeps iterates "
         "there."
     ),
     RESULTS.nonfinite_input: (

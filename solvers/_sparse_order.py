@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from ._sparsity import SparsityError, SparsityPattern
+from ._sparsity import SparsityError, SparsityPattern, greedy_coloring
 
 
 def match_rows(pattern: SparsityPattern) -> tuple[np.ndarray, bool]:
@@ -48,6 +48,57 @@ def match_rows(pattern: SparsityPattern) -> tuple[np.ndarray, bool]:
     perm = np.empty(n, np.int64)
     perm[col_of_row] = np.arange(n)
     return perm, True
+
+
+def pair_zero_diagonals(pattern: SparsityPattern) -> np.ndarray | None:
+    """A partner for each structurally zero diagonal, or None if some has none.
+
+    Returns ``partner`` (-1 where the diagonal is present) such that ``p = partner[k]`` has
+    its own diagonal and both ``(k, p)`` and ``(p, k)`` are in the pattern, each p used once.
+    Eliminating p just before k fills ``(k, k)`` with ``-a_kp a_pk / a_pp``: the Schur
+    complement of saddle-point systems (MNA voltage sources, pipe-flow/head networks),
+    which for those has no cancellation, unlike pivots moved there by a row matching.
+    """
+    n = _square(pattern)
+    r, c = pattern.rows.astype(np.int64), pattern.cols.astype(np.int64)
+    has_diag = np.zeros(n, bool)
+    has_diag[r[r == c]] = True
+    zero = np.flatnonzero(~has_diag)
+    if zero.size == 0:
+        return None
+    a = pattern.to_scipy()
+    both = a.multiply(a.T).tocsr()  # (k, p) and (p, k) both present
+    cand = both[zero][:, np.flatnonzero(has_diag)]
+    match = csgraph.maximum_bipartite_matching(cand.tocsr(), perm_type="column")
+    if np.any(match < 0):
+        return None
+    partner = np.full(n, -1, np.int64)
+    partner[zero] = np.flatnonzero(has_diag)[match]
+    return partner
+
+
+def grouped_order(adj: sp.csr_matrix, partner: np.ndarray | None, order_fn) -> np.ndarray:
+    """Order the graph with each ``(partner[k], k)`` pair contracted to one vertex, then
+    expand pairs as partner first: the pair acts as a 2x2 pivot block."""
+    if partner is None:
+        return order_fn(adj)
+    n = adj.shape[0]
+    rep = np.arange(n)
+    paired = partner >= 0
+    rep[np.flatnonzero(paired)] = partner[paired]
+    keep = ~paired  # group representatives: everything but the zero-diagonal nodes
+    gid = np.cumsum(keep) - 1
+    group = gid[rep]
+    s = sp.csr_matrix((np.ones(n), (np.arange(n), group)), shape=(n, int(keep.sum())))
+    contracted = (s.T @ adj @ s).tocsr()
+    contracted.setdiag(0)
+    contracted.eliminate_zeros()
+    g_order = order_fn(contracted)
+    members = np.argsort(group * 2 + paired, kind="stable")  # per group: partner, then k
+    starts = np.searchsorted(group[members], g_order)
+    sizes = np.bincount(group, minlength=g_order.size)[g_order]
+    idx = np.repeat(starts, sizes) + (np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes))
+    return members[idx]
 
 
 def _square(pattern: SparsityPattern) -> int:
@@ -197,3 +248,32 @@ def level_order(level: np.ndarray, structs: list[np.ndarray]):
     inv[perm] = np.arange(perm.size)
     new_structs = [np.sort(inv[structs[old]]) for old in perm]
     return perm, level[perm], new_structs
+
+
+def color_order(adj: sp.csr_matrix) -> np.ndarray:
+    """Multicolour order: a greedy colouring, colour classes one after the other.
+
+    Each class is an independent set, so an incomplete factorization (no fill) in this
+    order has about as many levels as colours (two for a 5-point grid).
+    """
+    colors = greedy_coloring(adj.indptr, adj.indices, np.argsort(-np.diff(adj.indptr)))
+    return np.argsort(colors, kind="stable")
+
+
+def upper_structure(adj: sp.csr_matrix, order: np.ndarray):
+    """Structure without fill in ``order``: ``(level, structs)`` where level is the depth in
+    the dependency graph (1 + the deepest earlier neighbour) and ``structs[k]`` the later
+    neighbours of k."""
+    n = adj.shape[0]
+    padj = adj[order][:, order].tocsr()
+    padj.sort_indices()
+    indptr, indices = padj.indptr, padj.indices
+    level = np.zeros(n, np.int64)
+    structs = []
+    for k in range(n):
+        row = indices[indptr[k]:indptr[k + 1]]
+        lower = row[row < k]
+        if lower.size:
+            level[k] = level[lower].max() + 1
+        structs.append(row[row > k].astype(np.int64))
+    return level, structs

@@ -12,11 +12,13 @@ same levels. Runs of many levels of similar size are padded and stacked into one
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
 from ._sparse_order import (
-    elimination_tree, level_order, match_rows, nested_dissection, symmetrised_adjacency,
+    color_order, elimination_tree, level_order, match_rows, nested_dissection,
+    symmetrised_adjacency, upper_structure,
 )
 from ._sparsity import SparsityPattern
 
@@ -52,65 +54,45 @@ class LUPlan:
     structurally_singular: bool
 
 
-def build_plan(pattern: SparsityPattern, leaf_size: int = 8) -> LUPlan:
-    """Match, order, factor symbolically and schedule; cost about that of one factorization."""
-    row_match, singular = match_rows(pattern)
-    adj = symmetrised_adjacency(pattern, row_match)
-    order = nested_dissection(adj, leaf_size)
-    _, level, structs = elimination_tree(adj, order)
-    lperm, level, structs = level_order(level, structs)
-    final = order[lperm]
-    n = pattern.shape[0]
-    d = np.array([s.size for s in structs], np.int64)
-    base = 1 + np.concatenate([[0], np.cumsum(1 + 2 * d)])  # base[k]: slot of U(k, k)
-    kk = np.repeat(np.arange(n), d)
-    ss = np.concatenate(structs) if n else np.zeros(0, np.int64)
-    rank = np.arange(kk.size) - np.repeat(np.cumsum(d) - d, d)
-    lslot = base[kk] + 1 + rank
-    uslot = base[kk] + 1 + d[kk] + rank
-    lookup = _SlotLookup(n, kk, ss, lslot, uslot, base)
+def build_plan(pattern: SparsityPattern, leaf_size: int = 8, incomplete: bool = False) -> LUPlan:
+    """Match, order, factor symbolically and schedule (host work, about one factorization).
 
-    row_perm, col_perm = row_match[final], final
+    ``incomplete=True`` plans an ILU(0) of the symmetrised pattern instead (no fill, in a
+    multicolour order, so the levels are about the number of colours): a preconditioner.
+    """
+    row_match, singular, order, level, structs = analyse(pattern, leaf_size, incomplete)
+    lay = _Layout(structs)
+    row_perm, col_perm = row_match[order], order
     pos_r, pos_c = _inverse(row_perm)[pattern.rows], _inverse(col_perm)[pattern.cols]
-    a_slot = lookup(pos_r, pos_c)
-    n_slots = int(base[n])
-    slot_src = np.full(n_slots, pattern.nnz, np.int64)  # pattern entry held by each slot
-    slot_src[a_slot] = np.arange(pattern.nnz)
-    diag_of = np.arange(n_slots)  # for L slots: the slot of their pivot's diagonal
-    is_l = np.zeros(n_slots, bool)
-    diag_of[lslot] = base[kk]
-    is_l[lslot] = True
-
-    tgt, pl, pu = _factor_products(ss, d, lslot, uslot, lookup)
-    pivot_start = np.searchsorted(level, np.arange(level.max() + 2 if n else 1))
-    slot_start = base[pivot_start]
-    factor_levels = []
-    for t in range(pivot_start.size - 1):
-        o0, o1 = int(slot_start[t]), int(slot_start[t + 1])
-        q0, q1 = np.searchsorted(tgt, [o0, o1])
-        local = np.arange(o1 - o0)
-        dl = np.where(is_l[o0:o1], diag_of[o0:o1] - o0, local)
-        rows = dict(dl=dl, isl=is_l[o0:o1])
-        pairs = dict(pl=pl[q0:q1], pu=pu[q0:q1], seg=tgt[q0:q1] - o0)
-        factor_levels.append((o0, rows, pairs))
-    factor_pad = dict(dl=0, isl=False, pl=0, pu=0, seg=0)
-    factor_stages, fpad = _stages(factor_levels, factor_pad, backward=False)
-
-    down, up = _sweep_levels(n, kk, ss, lslot, uslot, base, pivot_start)
-    sweep_pad = dict(diag=int(base[0]), part=0, cl=0, cu=0, seg=0)
-    down_stages, dpad = _stages(down, sweep_pad, backward=False)
-    up_stages, upad = _stages(up, sweep_pad, backward=True)
-    vec_pad = max(dpad, upad)
-    down_stages = _shift_partners(down_stages, 1 + vec_pad)
-    up_stages = _shift_partners(up_stages, 1 + vec_pad)
+    slot_src = np.full(lay.n_slots, pattern.nnz, np.int64)  # pattern entry held by each slot
+    slot_src[lay.slot(pos_r, pos_c)] = np.arange(pattern.nnz)
+    pivot_start = np.searchsorted(level, np.arange(level.max() + 2 if level.size else 1))
+    factor_stages, fpad, n_products = _factor_schedule(lay, pivot_start, incomplete)
+    down_stages, up_stages, vec_pad = _sweep_schedule(lay, pivot_start)
     return LUPlan(
         pattern=pattern, row_perm=row_perm, col_perm=col_perm, a_slot_rows=pos_r,
         slot_src=np.concatenate([slot_src, np.full(fpad, pattern.nnz, np.int64)]),
-        diag_slots=base[:n], n_values=n_slots + fpad, vec_pad=vec_pad,
+        diag_slots=lay.base[:-1], n_values=lay.n_slots + fpad, vec_pad=vec_pad,
         factor_stages=factor_stages, down_stages=down_stages, up_stages=up_stages,
-        n_levels=pivot_start.size - 1, n_products=int(tgt.size),
+        n_levels=pivot_start.size - 1, n_products=n_products,
         structurally_singular=singular,
     )
+
+
+@functools.lru_cache(maxsize=32)
+def analyse(pattern: SparsityPattern, leaf_size: int = 8, incomplete: bool = False):
+    """Symbolic analysis (cached): ``(row_match, singular, order, level, structs)`` with
+    pivots in level order; ``sum(len(s)**2 for s in structs)`` is the product count."""
+    row_match, singular = match_rows(pattern)
+    adj = symmetrised_adjacency(pattern, row_match)
+    if incomplete:
+        order = color_order(adj)
+        level, structs = upper_structure(adj, order)
+    else:
+        order = nested_dissection(adj, leaf_size)
+        _, level, structs = elimination_tree(adj, order)
+    lperm, level, structs = level_order(level, structs)
+    return row_match, singular, order[lperm], level, structs
 
 
 def _inverse(perm):
@@ -119,54 +101,102 @@ def _inverse(perm):
     return inv
 
 
-class _SlotLookup:
-    """Vectorized slot of entry (i, j) of the filled matrix (it must be in the fill)."""
+class _Layout:
+    """Slots of the factors: slot 0 is zero, then per pivot k: U(k,k), L(:,k), U(k,:).
 
-    def __init__(self, n, kk, ss, lslot, uslot, base):
-        self.n, self.key, self.lslot, self.uslot, self.base = n, kk * n + ss, lslot, uslot, base
+    ``kk, ss`` list the off-diagonal structure (pivot, row/col) sorted by pivot.
+    """
 
-    def __call__(self, i, j):
+    def __init__(self, structs):
+        n = len(structs)
+        self.n = n
+        self.d = np.array([s.size for s in structs], np.int64)
+        self.base = 1 + np.concatenate([[0], np.cumsum(1 + 2 * self.d)])
+        self.n_slots = int(self.base[-1])
+        self.kk = np.repeat(np.arange(n), self.d)
+        self.ss = np.concatenate(structs).astype(np.int64) if n else np.zeros(0, np.int64)
+        rank = np.arange(self.kk.size) - np.repeat(np.cumsum(self.d) - self.d, self.d)
+        self.lslot = self.base[self.kk] + 1 + rank
+        self.uslot = self.lslot + self.d[self.kk]
+        self.key = self.kk * n + self.ss
+
+    def slot(self, i, j, missing_ok=False):
+        """Slot of entries (i, j); -1 where not stored (an error unless ``missing_ok``)."""
         i, j = np.asarray(i, np.int64), np.asarray(j, np.int64)
         want = np.minimum(i, j) * self.n + np.maximum(i, j)
-        if self.key.size == 0:
-            assert np.all(i == j), "entry outside the fill pattern"
-            return self.base[i]
-        pos = np.minimum(np.searchsorted(self.key, want), self.key.size - 1)
-        assert np.all((i == j) | (self.key[pos] == want)), "entry outside the fill pattern"
-        off = np.where(i > j, self.lslot[pos], self.uslot[pos])
-        return np.where(i == j, self.base[np.minimum(i, self.n)], off)
+        pos = np.minimum(np.searchsorted(self.key, want), max(self.key.size - 1, 0))
+        found = (self.key[pos] == want) if self.key.size else np.zeros(want.shape, bool)
+        off = np.where(i > j, self.lslot[pos], self.uslot[pos]) if self.key.size else -1
+        out = np.where(i == j, self.base[np.minimum(i, self.n)], np.where(found, off, -1))
+        assert missing_ok or np.all(out >= 0), "entry outside the factor's structure"
+        return out
 
 
-def _factor_products(ss, d, lslot, uslot, lookup):
-    """All products ``L(i,p) U(p,j)`` (as slots) and the slot of their target (i, j)."""
-    starts = np.cumsum(d) - d
+def _factor_products(lay, drop_fill):
+    """All products ``L(i,p) U(p,j)`` (as slots) with the slot of their target (i, j),
+    sorted by target; ``drop_fill`` skips targets outside the structure (ILU(0))."""
+    starts = np.cumsum(lay.d) - lay.d
     tg, ls, us = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    for deg in np.unique(d[d > 0]):
-        piv = np.flatnonzero(d == deg)
+    for deg in np.unique(lay.d[lay.d > 0]):
+        piv = np.flatnonzero(lay.d == deg)
         idx = starts[piv][:, None] + np.arange(deg)[None, :]  # (g, deg) entry indices
-        rows = ss[idx]
-        i = np.broadcast_to(rows[:, :, None], (piv.size, deg, deg)).ravel()
-        j = np.broadcast_to(rows[:, None, :], (piv.size, deg, deg)).ravel()
-        tg.append(lookup(i, j))
-        ls.append(np.broadcast_to(lslot[idx][:, :, None], (piv.size, deg, deg)).ravel())
-        us.append(np.broadcast_to(uslot[idx][:, None, :], (piv.size, deg, deg)).ravel())
+        shape = (piv.size, deg, deg)
+        i = np.broadcast_to(lay.ss[idx][:, :, None], shape).ravel()
+        j = np.broadcast_to(lay.ss[idx][:, None, :], shape).ravel()
+        target = lay.slot(i, j, missing_ok=drop_fill)
+        keep = target >= 0
+        tg.append(target[keep])
+        ls.append(np.broadcast_to(lay.lslot[idx][:, :, None], shape).ravel()[keep])
+        us.append(np.broadcast_to(lay.uslot[idx][:, None, :], shape).ravel()[keep])
     tgt, pl, pu = (np.concatenate(x) for x in (tg, ls, us))
     order = np.argsort(tgt, kind="stable")
     return tgt[order], pl[order], pu[order]
 
 
-def _sweep_levels(n, kk, ss, lslot, uslot, base, pivot_start):
+def _factor_schedule(lay, pivot_start, drop_fill):
+    """Stages of the numeric factorization, their padding and the product count."""
+    tgt, pl, pu = _factor_products(lay, drop_fill)
+    diag_of = np.arange(lay.n_slots)  # for L slots: the slot of their pivot's diagonal
+    is_l = np.zeros(lay.n_slots, bool)
+    diag_of[lay.lslot] = lay.base[lay.kk]
+    is_l[lay.lslot] = True
+    slot_start = lay.base[pivot_start]
+    levels = []
+    for t in range(pivot_start.size - 1):
+        o0, o1 = int(slot_start[t]), int(slot_start[t + 1])
+        q0, q1 = np.searchsorted(tgt, [o0, o1])
+        dl = np.where(is_l[o0:o1], diag_of[o0:o1] - o0, np.arange(o1 - o0))
+        levels.append((o0, dict(dl=dl, isl=is_l[o0:o1]),
+                       dict(pl=pl[q0:q1], pu=pu[q0:q1], seg=tgt[q0:q1] - o0)))
+    pad_values = dict(dl=0, isl=False, pl=0, pu=0, seg=0)
+    stages, pad = _stages(levels, pad_values, backward=False)
+    return stages, pad, int(tgt.size)
+
+
+def _sweep_schedule(lay, pivot_start):
+    """Stages of the forward and backward sweeps, and the vector padding they need."""
+    down, up = _sweep_levels(lay, pivot_start)
+    pad_values = dict(diag=int(lay.base[0]), part=0, cl=0, cu=0, seg=0)
+    down_stages, dpad = _stages(down, pad_values, backward=False)
+    up_stages, upad = _stages(up, pad_values, backward=True)
+    vec_pad = max(dpad, upad)
+    return (_shift_partners(down_stages, 1 + vec_pad), _shift_partners(up_stages, 1 + vec_pad),
+            vec_pad)
+
+
+def _sweep_levels(lay, pivot_start):
     """Per level: forward pairs (row ss gets L(ss,kk) y[kk]) and backward (row kk)."""
+    kk, ss, lslot, uslot = lay.kk, lay.ss, lay.lslot, lay.uslot
     by_row = np.argsort(ss, kind="stable")
-    down_rows, up_rows = ss[by_row], kk
+    down_rows = ss[by_row]
     down, up = [], []
     for t in range(pivot_start.size - 1):
         p0, p1 = int(pivot_start[t]), int(pivot_start[t + 1])
-        rows = dict(diag=base[p0:p1])
+        rows = dict(diag=lay.base[p0:p1])
         a0, a1 = np.searchsorted(down_rows, [p0, p1])
         e = by_row[a0:a1]
         down.append((p0, rows, dict(part=kk[e], cl=lslot[e], cu=uslot[e], seg=ss[e] - p0)))
-        b0, b1 = np.searchsorted(up_rows, [p0, p1])
+        b0, b1 = np.searchsorted(kk, [p0, p1])
         up.append((p0, rows, dict(part=ss[b0:b1], cl=lslot[b0:b1], cu=uslot[b0:b1],
                                   seg=kk[b0:b1] - p0)))
     return down, up[::-1]

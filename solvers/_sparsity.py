@@ -145,17 +145,7 @@ def column_coloring(pattern: SparsityPattern) -> tuple[np.ndarray, int]:
     m, n = pattern.shape
     a = pattern.to_scipy().tocsc()
     inter = (a.T @ a).tocsr()
-    indptr, indices = inter.indptr, inter.indices
-    colors = np.full(n, -1, np.int64)
-    order = np.argsort(-np.diff(indptr), kind="stable")
-    mark = np.full(n + 1, -1, np.int64)  # mark[c] == j: colour c is used by a neighbour of j
-    for j in order.tolist():
-        nb = colors[indices[indptr[j]:indptr[j + 1]]]
-        mark[nb[nb >= 0]] = j
-        c = 0
-        while mark[c] == j:
-            c += 1
-        colors[j] = c
+    colors = greedy_coloring(inter.indptr, inter.indices, np.argsort(-np.diff(inter.indptr)))
     n_colors = int(colors.max()) + 1 if n else 0
     colors = colors.astype(np.int32)
     colors.flags.writeable = False
@@ -199,6 +189,21 @@ def compressed_index(pattern: SparsityPattern) -> np.ndarray:
     idx = idx.astype(np.int32)
     idx.flags.writeable = False
     return idx
+
+
+def greedy_coloring(indptr, indices, order) -> np.ndarray:
+    """First-fit colouring of a graph in CSR form, visiting vertices in ``order``."""
+    n = len(indptr) - 1
+    colors = np.full(n, -1, np.int64)
+    mark = np.full(n + 1, -1, np.int64)  # mark[c] == j: colour c is used by a neighbour of j
+    for j in np.asarray(order).tolist():
+        nb = colors[indices[indptr[j]:indptr[j + 1]]]
+        mark[nb[nb >= 0]] = j
+        c = 0
+        while mark[c] == j:
+            c += 1
+        colors[j] = c
+    return colors
 
 
 def sparse_jacobian(

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _equations, _kinds, _lowering, _objectwise, _pattern
-from ._model_errors import LoweringError
+from ._model_errors import LoweringError, SingularComponentError
 from ._system_paths import Paths
 
 EVALUATIONS = ("auto", "grouped", "objectwise")
@@ -86,6 +86,16 @@ class System:
         """``"grouped"`` or ``"objectwise"``: how ``residual`` evaluates the model."""
         return self._s.mode
 
+    @property
+    def structure(self) -> _Structure:
+        """The static part (hashable, equal for equal graphs): a key for caching compiled solves."""
+        return self._s
+
+    @property
+    def has_step_limit(self) -> bool:
+        """Whether any node class defines ``step_limit`` (else :meth:`step_limit` returns None)."""
+        return any(k.method("step_limit") is not None for k in self._s.an.kinds)
+
     def residual(self, x, params) -> jax.Array:
         """``F(x, params)``, shape (m,). Pure; jit/vmap/grad-able in both arguments."""
         return self._s.evaluator.residual(x, params)
@@ -106,12 +116,17 @@ class System:
         rows, cols = s.pattern
         return rows, cols, (self.m, self.n)
 
-    def validate(self, square: bool = True) -> None:
+    def validate(self, square: bool = True, numeric: bool = False, x=None) -> None:
         """Raise a ``ModelError`` if the counts differ (when ``square``) or the system is
-        structurally singular; the message names the kinds and nodes involved."""
+        structurally singular, naming the kinds and nodes involved. ``numeric=True`` also runs
+        :meth:`diagnose` at ``x`` (default x0) and raises ``SingularComponentError``."""
         _equations.check_counts(self._s.an, self._s.eq, square)
         rows, cols, _ = self.sparsity()
         _pattern.check_structure(self._s.an, self._s.eq, rows, cols)
+        if numeric:
+            message = self.diagnose(x)
+            if message is not None:
+                raise SingularComponentError(message)
 
     def diagnose(self, x=None, params=None) -> str | None:
         """Name the parts whose Jacobian is numerically singular at ``x`` (e.g. an island with

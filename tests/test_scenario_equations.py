@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from scenarios import equations as eq
-from scenarios._graph_solve import solve, solve_batch
+from solvers import solve, solve_batch
 
 PROVIDERS = {"m": 2.0, "k": -4.0}
 EQUATIONS = {"a": (1.0, "m"), "b": (3.0, "m"), "c": (-5.0, "m"), "d": (8.0, "k")}

@@ -9,7 +9,8 @@ import pytest
 
 import simgraph as sg
 from solvers._model_errors import (
-    ContributionError, EquationCountError, MethodError, ModelError, StructurallySingularError,
+    ContributionError, EquationCountError, MethodError, ModelError, SingularComponentError,
+    StructurallySingularError,
 )
 from solvers._system import System
 from system_models import (
@@ -233,3 +234,5 @@ def test_diagnose_names_islands_that_structure_cannot_see():
     assert ".nodes[5]" in message and ".elements[5]" in message and "rank 3 of 4" in message
     assert ".nodes[1]" not in message
     assert System.build(resistor_chain(3)).diagnose() is None
+    with pytest.raises(SingularComponentError, match="reference"):
+        system.validate(numeric=True, x=system.x0 + 0.1)

@@ -189,3 +189,52 @@ def test_unsupported_head_loss_formula_is_refused() -> None:
     text = ISLAND.replace("[END]", "[OPTIONS]\nHeadloss D-W\n[END]")
     with pytest.raises(ValueError, match="Hazen-Williams"):
         build_water(read_inp(text))
+
+
+def test_reverse_flow_through_a_check_valve_is_reported() -> None:
+    text = """
+[JUNCTIONS]
+J  0  1
+[RESERVOIRS]
+R1  100
+R2  50
+[PIPES]
+P1  R1  J  100  100  100  0  Open
+P2  R2  J  100  100  100  0  CV
+[END]
+"""
+    with pytest.warns(UserWarning, match="reverse flow .* in 'P2'"):
+        result = build_water(read_inp(text)).solve()
+    assert result.converged and result.flow("P2") < 0.0
+
+
+def test_large_network_path_uses_a_sparse_lu() -> None:
+    from scenarios._network_solve import newton
+    import solvers
+    net = read_inp(DATA / "Net2.inp")
+    ref = json.loads((DATA / "Net2.json").read_text())
+    method = newton(atol=1e-12, rtol=1e-14, max_steps=100, dense_limit=10,
+                    sparse=solvers.SparseHostLU)
+    result = build_water(net, ref["constants"]["epanet"]).solve(method)
+    assert result.converged, result.message()
+    assert max_diff(result.head, ref["solution_epanet"]["head"]) <= 1e-6
+    assert max_diff(result.flow, ref["solution_epanet"]["flow"]) <= 1e-9
+
+
+def test_hand_built_islands_are_named_by_the_system_checks() -> None:
+    import solvers
+    c = WaterConstants.wntr()
+    hyd = elements.Hydraulics(c.k_hw, c.minor_g, c.rho_g, c.rq_tol, c.regularisation,
+                              c.max_gradient)
+    a, b, d, j = (elements.Junction(hyd, 0.0, demand, 0.0) for demand in (0.0, 0.0, 0.0, 1e-3))
+    r = elements.Reservoir(50.0)
+    pipe = lambda s, e: elements.Pipe(s, e, hyd, 100.0, 0.1, 100.0)  # noqa: E731
+    tree = elements.WaterGraph(hyd, {"a": a, "b": b, "j": j}, {"r": r}, {},
+                               {"p1": pipe(a, b), "p4": pipe(r, j)}, {})
+    with pytest.raises(solvers.ModelError, match=r"\.junctions\['a'\], \.junctions\['b'\]"):
+        solvers.System.build(tree)  # a tree island: structurally singular
+    loop = elements.WaterGraph(hyd, {"a": a, "b": b, "d": d, "j": j}, {"r": r}, {},
+                               {"p1": pipe(a, b), "p2": pipe(b, d), "p3": pipe(d, a),
+                                "p4": pipe(r, j)}, {})
+    message = solvers.System.build(loop).diagnose()  # a loop island: numerically singular
+    assert message and ".junctions['a'], .junctions['b'], .junctions['d']" in message

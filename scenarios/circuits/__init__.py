@@ -12,16 +12,19 @@ from ._build import build_circuit, thermal_voltage
 from ._elements import Circuit
 from ._netlist import (GROUND, CurrentSource, DCSweep, Diode, DiodeModel, Netlist,
                        OperatingPoint, Resistor, VoltageSource)
-from ._solve import (ATOL, RTOL, CircuitResult, CircuitSweep, default_solver, solve_circuit,
-                     source_path, sweep_circuit)
+from ._generate import (diode_ladder_netlist, diode_ladder_spice, grid_netlist,
+                        grid_spice)
+from ._results import CircuitResult, CircuitSweep
+from ._run import EXAMPLE, run
+from ._solve import ATOL, RTOL, default_solver, solve_circuit, source_path, sweep_circuit
 from ._spice_numbers import format_spice_number, parse_spice_number
 from ._spice_reader import read_netlist
 from ._topology import CircuitError, FloatingNodeError, VoltageLoopError
 
 __all__ = [
-    "ATOL", "Circuit", "CircuitError", "CircuitResult", "CircuitSweep", "CurrentSource",
+    "ATOL", "EXAMPLE", "Circuit", "CircuitError", "CircuitResult", "CircuitSweep", "CurrentSource",
     "DCSweep", "Diode", "DiodeModel", "FloatingNodeError", "FormatError", "GROUND", "Netlist",
     "OperatingPoint", "RTOL", "Resistor", "VoltageLoopError", "VoltageSource", "build_circuit",
-    "default_solver", "elements", "format_spice_number", "parse_spice_number", "read_netlist",
-    "solve_circuit", "source_path", "sweep_circuit", "thermal_voltage",
+    "default_solver", "diode_ladder_netlist", "diode_ladder_spice", "elements", "format_spice_number", "grid_netlist", "grid_spice", "parse_spice_number",
+    "read_netlist", "run", "solve_circuit", "source_path", "sweep_circuit", "thermal_voltage",
 ]

@@ -144,7 +144,7 @@ class Diode(sg.ReffableTreeNode):
         dv = v_new - v_old
         moved = jnp.abs(dv) > 0
         frac = (limited - v_old) / jnp.where(moved, dv, 1.0)
-        return jnp.where(moved, jnp.clip(frac, 1e-6, 1.0), 1.0)
+        return jnp.where(moved, jnp.clip(frac, 1e-300, 1.0), 1.0)
 
 
 class VoltageSource(sg.ReffableTreeNode):

@@ -1,7 +1,7 @@
 """Generated circuits for scale tests and benchmarks, as :class:`Netlist` objects or SPICE text.
 
 * :func:`grid_netlist`: a k x k grid of resistors with a diode from every node to ground,
-  driven by voltage sources at two opposite corners (issue 4's ngspice anchor: k = 100 is
+  driven by voltage sources (each through one resistor) at two opposite corners (issue 4's ngspice anchor: k = 100 is
   about 30 000 elements, k = 180 about 97 000).
 * :func:`diode_ladder_netlist`: an n-node ladder, a source driving a chain of series
   resistors with a diode from every other node to ground (a tridiagonal Jacobian).
@@ -39,17 +39,19 @@ def grid_netlist(k: int, *, r: float = 100.0, v1: float = 5.0, v2: float = 3.0,
                  model: DiodeModel = _DEFAULT_MODEL, spread: float = 1.0,
                  seed: int | None = None, tight: bool = True, sweep=None) -> Netlist:
     """k x k nodes ``n{row}_{col}``; resistors between neighbours (``r`` ohm, or log-uniform
-    within a factor ``spread`` for a ``seed``); a diode from every node to ground; ``V1`` at
-    ``n0_0`` and ``V2`` at the opposite corner. ``tight``: the validation decks' .options;
-    ``sweep``: ``(start, stop, step)`` of a ``.dc V1`` analysis."""
+    within a factor ``spread`` for a ``seed``); a diode from every node to ground; ``V1`` drives
+    ``n0_0`` and ``V2`` the opposite corner, each through a resistor ``r`` (nodes ``s1``,
+    ``s2``). ``tight``: the validation decks' .options; ``sweep``: ``(start, stop, step)`` of a ``.dc V1`` analysis."""
     if k < 2:
         raise ValueError(f"grid_netlist needs k >= 2 (two distinct corners), got k={k}")
     name = lambda i, j: f"n{i}_{j}"  # noqa: E731
     pairs = [(name(i, j), name(i, j + 1)) for i in range(k) for j in range(k - 1)]
     pairs += [(name(i, j), name(i + 1, j)) for i in range(k - 1) for j in range(k)]
     values = _resistances(len(pairs), r, spread, seed)
-    elements = [VoltageSource("V1", name(0, 0), GROUND, float(v1)),
-                VoltageSource("V2", name(k - 1, k - 1), GROUND, float(v2))]
+    elements = [VoltageSource("V1", "s1", GROUND, float(v1)),
+                VoltageSource("V2", "s2", GROUND, float(v2)),
+                Resistor("RS1", "s1", name(0, 0), float(r)),
+                Resistor("RS2", "s2", name(k - 1, k - 1), float(r))]
     elements += [Resistor(f"R{m + 1}", a, b, float(v)) for m, ((a, b), v)
                  in enumerate(zip(pairs, values))]
     elements += [Diode(f"D{i * k + j + 1}", name(i, j), GROUND, model.name)

@@ -5,8 +5,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .._cli_report import Report, SweepSpec, solve_status
-from .._graph_solve import solver_name
+from .._cli_report import Report, SweepSpec, solve_status, solver_name
 from ._build import read_equations
 from ._solve import sensitivities, solve_equations, sweep_equations
 
@@ -17,7 +16,7 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "equations" / "share
 
 
 def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
-        solver: Any = None, progress: bool = False) -> Report:
+        solver: Any = None, progress: bool | None = None) -> Report:
     """Solve the equations file (default: :data:`EXAMPLE`), or sweep one constant or slope.
 
     Without a sweep the table shows each x with its derivative with respect to its provider's

@@ -13,10 +13,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import simgraph as sg
+import solvers
 
 from .._cli_report import solve_status
-from .._sweep_table import SweepTable, chunked_sweep
-from .._graph_solve import solve, solve_batch
+from .._sweep_table import SweepTable, sweep_arrays
 from ._model import EquationSet
 
 __all__ = ["EquationsResult", "EquationsSweep", "solve_equations", "sweep_equations",
@@ -47,8 +47,8 @@ class EquationsSweep(SweepTable):
 
 
 def solve_equations(graph: EquationSet, solver: Any = None) -> EquationsResult:
-    """Solve every equation of ``graph`` (one Newton solve of the whole graph)."""
-    solution = solve(graph, solver=solver)
+    """Solve every equation of ``graph`` (one solve of the whole graph)."""
+    solution = solvers.solve(graph, solver=solver)
     return EquationsResult(solution.system, solution)
 
 
@@ -66,18 +66,13 @@ def parameter_path(graph: EquationSet, name: str) -> str:
 
 
 def sweep_equations(graph: EquationSet, param: str, values, solver: Any = None,
-                    progress: bool = False) -> EquationsSweep:
+                    progress: bool | None = None) -> EquationsSweep:
     """Solve for every value of ``param`` (see :func:`parameter_path`) with ``solve_batch``."""
     path = parameter_path(graph, param)
     values = np.asarray(values, dtype=float)
-
-    def chunk(part):
-        sol = solve_batch(graph, {path: part}, solver=solver)
-        x = jnp.stack([e.x for e in sol.system.equations], axis=-1)
-        return {"x": x, "converged": sol.converged, "iterations": sol.iterations,
-                "residual_norm": sol.residual_norm}
-
-    arrays = chunked_sweep(values, chunk, progress=progress)
+    arrays = sweep_arrays(graph, {path: values},
+                          lambda g: {"x": jnp.stack([e.x for e in g.equations], axis=-1)},
+                          solver=solver, progress=progress)
     return EquationsSweep(param, values, {"x": graph.equation_names}, arrays)
 
 
@@ -89,7 +84,7 @@ def sensitivities(graph: EquationSet, solver: Any = None) -> dict:
 
     def xs(ms):
         values = {**state, **{path: ms[j] for j, path in enumerate(paths)}}
-        solved = solve(sg.merge(structure, values), solver=solver).system
+        solved = solvers.solve(sg.merge(structure, values), solver=solver).system
         return jnp.stack([e.x for e in solved.equations])
 
     m0 = jnp.stack([jnp.asarray(state[path], dtype=float) for path in paths])

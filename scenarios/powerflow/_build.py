@@ -26,7 +26,7 @@ def build_graph(case: PowerCase) -> PowerGraph:
             bus = PVBus(_given(b, "Vset"), va0)
             generators[b.id] = Generator(bus, _given(b, "Pg"), 0.0)
         else:
-            bus = PQBus(1.0, va0)
+            bus = PQBus(va=va0, vm=1.0)
             if (b.Pg or 0.0) != 0.0 or (b.Qg or 0.0) != 0.0:
                 generators[b.id] = Generator(bus, b.Pg or 0.0, b.Qg or 0.0)
         buses[b.id] = bus

@@ -22,10 +22,12 @@ class Bus(sg.ReffableTreeNode):
 
 
 class PQBus(Bus):
-    """Load bus: unknowns Vm, Va; equations: P and Q balance (power sent out = 0 net)."""
+    """Load bus: unknowns Va, Vm; equations: P and Q balance (power sent out = 0 net). Va is
+    declared first so that x pairs each equation with the unknown it depends on most (P with
+    Va, Q with Vm): a strong diagonal for LU with static pivoting."""
 
-    vm: jax.Array = sg.unknown(default=1.0)
     va: jax.Array = sg.unknown(default=0.0)
+    vm: jax.Array = sg.unknown(default=1.0)
 
     def residual(self):
         return jnp.zeros(2, jnp.result_type(self.vm))
@@ -104,14 +106,20 @@ class Shunt(sg.ReffableTreeNode):
 
 
 def branch_power(vm_f, va_f, vm_t, va_t, r, x, b, tap, shift):
-    """Complex power ``(S_f, S_t)`` sent into the branch at its FROM and TO ends (MATPOWER
-    pi model; ideal transformer ``tap * exp(j shift)`` on the FROM side)."""
-    ys = 1.0 / (r + 1j * x)
-    t = tap * jnp.exp(1j * shift)
-    vf, vt = vm_f * jnp.exp(1j * va_f), vm_t * jnp.exp(1j * va_t)
-    i_f = (ys + 0.5j * b) / (tap * tap) * vf - ys / jnp.conj(t) * vt
-    i_t = -ys / t * vf + (ys + 0.5j * b) * vt
-    return vf * jnp.conj(i_f), vt * jnp.conj(i_t)
+    """Power ``(P_f, Q_f, P_t, Q_t)`` sent into the branch at its FROM and TO ends: the MATPOWER
+    pi model (``Yff = (ys + j b/2)/tap^2``, ``Yft = -ys/conj(T)``, ``Ytf = -ys/T``, ``Ytt = ys +
+    j b/2``, ``T = tap exp(j shift)``, ``S = V conj(I)``) in real arithmetic."""
+    z2 = r * r + x * x
+    gs, bs = r / z2, -x / z2
+    phi = va_f - va_t - shift
+    cos, sin = jnp.cos(phi), jnp.sin(phi)
+    k = vm_f * vm_t / tap
+    f2, t2 = vm_f * vm_f / (tap * tap), vm_t * vm_t
+    p_f = f2 * gs - k * (gs * cos + bs * sin)
+    q_f = -f2 * (bs + 0.5 * b) - k * (gs * sin - bs * cos)
+    p_t = t2 * gs - k * (gs * cos - bs * sin)
+    q_t = -t2 * (bs + 0.5 * b) + k * (gs * sin + bs * cos)
+    return p_f, q_f, p_t, q_t
 
 
 class Branch(sg.ReffableTreeNode):
@@ -131,8 +139,8 @@ class Branch(sg.ReffableTreeNode):
                             self.tap, self.shift)
 
     def contributions(self):
-        s_f, s_t = self.power()
-        return _power(((self.f, s_f.real, s_f.imag), (self.t, s_t.real, s_t.imag)))
+        p_f, q_f, p_t, q_t = self.power()
+        return _power(((self.f, p_f, q_f), (self.t, p_t, q_t)))
 
 
 class PowerGraph(sg.ReffableTreeNode):

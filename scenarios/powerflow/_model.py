@@ -7,19 +7,19 @@ from typing import Any
 
 import numpy as np
 
-from .._network_solve import scalar, solve_graph, solve_graph_batch
+from .._network_solve import newton, scalar, solve_graph, solve_graph_batch
 from ._build import build_graph
 from ._case import PowerCase
 from ._elements import PowerGraph, branch_power
 
-from solvers import Newton
 
 __all__ = ["BusResult", "PowerModel", "PowerResult", "PowerSweep", "build_powerflow",
            "DEFAULT_METHOD", "SWEEP_PARAMETERS"]
 
 #: Full Newton in polar form, as PYPOWER, to max|F| = 1e-10 p.u. (the step that gets there
-#: lands near 1e-14; roundoff floors the mismatch of large cases near 1e-12): 4-5 steps.
-DEFAULT_METHOD = Newton(atol=1e-10, rtol=1e-12, max_steps=50)
+#: lands near 1e-14; roundoff floors the mismatch of large cases near 1e-12), dense or sparse
+#: LU by size: a factory ``System -> method``. 4-5 steps from a flat start.
+DEFAULT_METHOD = newton(atol=1e-10, rtol=1e-12, max_steps=50)
 #: Sweep parameter names and the parameter each one sets.
 SWEEP_PARAMETERS = {"load_scale": ".loading.scale"}
 
@@ -37,7 +37,8 @@ class PowerModel:
         self.case, self.graph = case, graph
 
     def solve(self, method: Any = None) -> "PowerResult":
-        """Solve the power flow (``method`` defaults to :data:`DEFAULT_METHOD`)."""
+        """Solve the power flow. ``method``: a ``solvers`` method object or a factory
+        ``System -> method``; default :data:`DEFAULT_METHOD`."""
         return PowerResult(self, solve_graph(self.graph, method or DEFAULT_METHOD))
 
     def sweep(self, values, parameter: str = "load_scale", method: Any = None) -> "PowerSweep":
@@ -137,12 +138,12 @@ def _injections(case: PowerCase, vm, va, taps, shifts) -> np.ndarray:
     """``S = V .* conj(Ybus V)`` per bus (p.u.), from the branch model and the bus shunts."""
     f = case.branch_array("from_index").astype(int)
     t = case.branch_array("to_index").astype(int)
-    s_f, s_t = branch_power(vm[f], va[f], vm[t], va[t], case.branch_array("r"),
-                            case.branch_array("x"), case.branch_array("b"),
-                            np.asarray(taps, dtype=float), np.asarray(shifts, dtype=float))
+    p_f, q_f, p_t, q_t = (np.asarray(a) for a in branch_power(
+        vm[f], va[f], vm[t], va[t], case.branch_array("r"), case.branch_array("x"),
+        case.branch_array("b"), np.asarray(taps, dtype=float), np.asarray(shifts, dtype=float)))
     s = vm ** 2 * (case.bus_array("Gs") - 1j * case.bus_array("Bs"))
-    np.add.at(s, f, np.asarray(s_f))
-    np.add.at(s, t, np.asarray(s_t))
+    np.add.at(s, f, p_f + 1j * q_f)
+    np.add.at(s, t, p_t + 1j * q_t)
     return s
 
 

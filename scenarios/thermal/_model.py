@@ -9,7 +9,6 @@ boundary heats plus the loads sum to zero (global energy balance).
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 
 import simgraph as sg
 

@@ -5,10 +5,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
-from .._cli_report import Report, SweepSpec
-from .._graph_solve import solver_name
+from .._cli_report import Report, SweepSpec, solver_name
 from ._build import read_thermal
 from ._solve import solve_thermal, sweep_thermal
 
@@ -19,7 +17,7 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "thermal" / "shielde
 
 
 def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
-        solver: Any = None, progress: bool = False) -> Report:
+        solver: Any = None, progress: bool | None = None) -> Report:
     """Solve the network file (default: :data:`EXAMPLE`), or sweep a load, boundary
     temperature or conductance by name in batched solves."""
     net = read_thermal(input or EXAMPLE)

@@ -8,9 +8,10 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+import solvers
+
 from .._cli_report import solve_status
-from .._graph_solve import solve, solve_batch
-from .._sweep_table import SweepTable, chunked_sweep
+from .._sweep_table import SweepTable, sweep_arrays
 from ._model import ThermalNetwork
 
 __all__ = ["ThermalResult", "ThermalSweep", "solve_thermal", "sweep_thermal", "parameter_path"]
@@ -90,7 +91,7 @@ class ThermalSweep(SweepTable):
 
 def solve_thermal(net: ThermalNetwork, solver: Any = None) -> ThermalResult:
     """Steady-state temperatures of ``net`` (one Newton-family solve of the whole graph)."""
-    solution = solve(net, solver=solver)
+    solution = solvers.solve(net, solver=solver)
     return ThermalResult(solution.system, solution)
 
 
@@ -109,16 +110,13 @@ def parameter_path(net: ThermalNetwork, name: str) -> str:
 
 
 def sweep_thermal(net: ThermalNetwork, param: str, values, solver: Any = None,
-                  progress: bool = False) -> ThermalSweep:
+                  progress: bool | None = None) -> ThermalSweep:
     """Solve for every value of ``param`` (see :func:`parameter_path`) with ``solve_batch``."""
     path = parameter_path(net, param)
     values = np.asarray(values, dtype=float)
     columns = {k: v for k, v in _columns(net).items() if v}
 
-    def chunk(part):
-        sol = solve_batch(net, {path: part}, solver=solver)
-        arrays = {k: v for k, v in _flows(sol.system).items() if k in columns}
-        return {**arrays, "converged": sol.converged, "iterations": sol.iterations,
-                "residual_norm": sol.residual_norm}
-
-    return ThermalSweep(param, values, columns, chunked_sweep(values, chunk, progress=progress))
+    arrays = sweep_arrays(net, {path: values},
+                          lambda g: {k: v for k, v in _flows(g).items() if k in columns},
+                          solver=solver, progress=progress)
+    return ThermalSweep(param, values, columns, arrays)

@@ -12,10 +12,10 @@ geometry); a support's ``prescribed`` displacement defaults to zero.
 """
 from __future__ import annotations
 
-import math
 import os
 from typing import Mapping
 
+import jax
 import jax.numpy as jnp
 
 from .._spec_input import Spec
@@ -42,13 +42,16 @@ def build_truss(nodes: Mapping[str, tuple], bars: Mapping[str, tuple], *,
     made_bars = []
     for name, (a, b, ea, *rest) in dict(bars).items():
         na, nb = node(a, f"bar {name!r}"), node(b, f"bar {name!r}")
-        length = rest[0] if rest else math.dist(tuple(map(float, na.X)), tuple(map(float, nb.X)))
-        if not length > 0:
+        length = jnp.asarray(rest[0] if rest else jnp.linalg.norm(nb.X - na.X), dtype=float)
+        if not isinstance(length, jax.core.Tracer) and not float(length) > 0:
             raise ValueError(f"bar {name!r} has zero length: give its nodes distinct positions "
                              "or an explicit positive L0")
-        made_bars.append(Bar(na, nb, jnp.asarray(ea, dtype=float), jnp.asarray(length, dtype=float)))
+        made_bars.append(Bar(na, nb, jnp.asarray(ea, dtype=float), length))
+    # a weight, not physics: stop_gradient keeps derivatives of the solution exact and cheap
+    scale = jax.lax.stop_gradient(jnp.max(jnp.stack([b.EA / b.L0 for b in made_bars]))
+                                  if made_bars else jnp.asarray(1.0))
     made_supports = [Support(node(s[0], f"support {n!r}"), jnp.asarray(s[1], dtype=bool),
-                             *([jnp.asarray(s[2], dtype=float)] if len(s) > 2 else []))
+                             jnp.asarray(s[2] if len(s) > 2 else (0.0, 0.0), dtype=float), scale)
                      for n, s in dict(supports).items()]
     made_loads = [Load(node(a, f"load {n!r}"), jnp.asarray(f, dtype=float))
                   for n, (a, f) in dict(loads).items()]

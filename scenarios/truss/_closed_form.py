@@ -3,8 +3,10 @@
 Two equal bars (axial stiffness ``EA``) run from pinned supports at ``(-a, 0)`` and ``(a, 0)`` to
 an apex at ``(0, h)``; a downward load ``P`` on the apex moves it down by ``w``. With
 ``L0 = sqrt(a^2 + h^2)`` and ``L = sqrt(a^2 + (h - w)^2)``, vertical equilibrium with the
-exact geometry and ``N = EA (L - L0) / L0`` gives ``P(w) = 2 EA (h - w) (1/L - 1/L0)``, which
-rises to a limit load, falls through zero at ``w = 2h`` (snap-through) and rises again.
+exact geometry and ``N = EA (L - L0) / L0`` gives ``P(w) = 2 EA (h - w) (1/L - 1/L0)``: it
+rises to the limit load, falls to zero at ``w = h`` (bars flat), is negative until ``w = 2h``
+(the mirrored, stress-free shape) and rises again. Under load control the arch snaps through
+at the limit load; displacement control follows the whole curve.
 """
 from __future__ import annotations
 

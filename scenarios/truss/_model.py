@@ -60,16 +60,20 @@ class Support(sg.ReffableTreeNode):
     shape (2,)); the unknown ``reaction`` (N) is the support force, zero on free components.
 
     A nonzero ``prescribed`` displacement gives displacement control (e.g. through a limit
-    point, where load control has no nearby solution).
+    point, where load control has no nearby solution). ``scale`` (N/m) multiplies the
+    displacement equation so that its residual is a force like the equilibrium equations';
+    line searches on ``||F||`` then weigh both alike (``build_truss`` uses the stiffest bar's
+    ``EA / L0``).
     """
 
     node: TrussNode
     fixed: jax.Array
     prescribed: jax.Array = sg.field(default_factory=lambda: jnp.zeros(2))
+    scale: jax.Array = 1.0
     reaction: jax.Array = sg.unknown(default_factory=lambda: jnp.zeros(2))
 
     def residual(self):
-        return jnp.where(self.fixed, self.node.u - self.prescribed, self.reaction)
+        return jnp.where(self.fixed, self.scale * (self.node.u - self.prescribed), self.reaction)
 
     def contributions(self):
         return ((self.node, self.reaction),)

@@ -7,8 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._cli_report import Report, SweepSpec, fmt
-from .._graph_solve import solver_name
+from .._cli_report import Report, SweepSpec, fmt, solver_name
 from ._build import read_truss
 from ._solve import solve_truss, sweep_truss
 
@@ -19,7 +18,7 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "truss" / "von_mises
 
 
 def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
-        solver: Any = None, progress: bool = False) -> Report:
+        solver: Any = None, progress: bool | None = None) -> Report:
     """Solve the truss file (default: :data:`EXAMPLE`), or sweep a load factor (``P``) or a
     prescribed support displacement (``SUPPORT.uy``) in batched solves."""
     truss = read_truss(input or EXAMPLE)
@@ -57,11 +56,18 @@ def _sweep_report(truss, sweep: SweepSpec, solver, progress) -> Report:
     rows += [(f"N[{b}] at {span}", f"{result.axial_force(b)[0]:.6g} .. "
               f"{result.axial_force(b)[-1]:.6g}", "N") for b in truss.bar_names]
 
+    if sweep.param in truss.load_names:  # load control: load factor against deflection
+        x, y, ylabel = -u[:, 1], result.values, f"load factor of {sweep.param}"
+    else:  # displacement control: the force the support must apply, against deflection
+        support = sweep.param.rpartition(".")[0]
+        x, y, ylabel = -u[:, 1], -result.reaction(support)[:, 1], f"downward force at {watched} (N)"
+
     def draw(fig):
         ax = fig.add_subplot()
-        ax.plot(-u[:, 1], result.values, "o-", ms=3)
+        ax.plot(x, y, "o-", ms=3)
+        ax.axhline(0.0, color="k", lw=0.5)
         ax.set_xlabel(f"downward displacement of {watched} (m)")
-        ax.set_ylabel(sweep.param)
+        ax.set_ylabel(ylabel)
         ax.set_title("force-displacement curve (batched sweep)")
         ax.grid(True, alpha=0.3)
 

@@ -5,12 +5,12 @@ import dataclasses
 import functools
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
+import solvers
+
 from .._cli_report import solve_status
-from .._graph_solve import solve, solve_batch
-from .._sweep_table import SweepTable, chunked_sweep
+from .._sweep_table import SweepTable, sweep_arrays
 from ._model import Truss, axial_force
 
 __all__ = ["TrussResult", "TrussSweep", "solve_truss", "sweep_truss", "parameter_path"]
@@ -85,7 +85,7 @@ class TrussSweep(SweepTable):
 
 def solve_truss(truss: Truss, solver: Any = None) -> TrussResult:
     """Static equilibrium of ``truss`` with exact (large-displacement) kinematics."""
-    solution = solve(truss, solver=solver)
+    solution = solvers.solve(truss, solver=solver)
     return TrussResult(solution.system, solution)
 
 
@@ -98,7 +98,7 @@ def parameter_path(truss: Truss, name: str) -> tuple[str, int | None]:
     support, _, comp = name.rpartition(".")
     if support in truss.support_names and comp in ("ux", "uy"):
         i = truss.support_names.index(support)
-        if not bool(np.asarray(truss.supports[i].fixed)[comp == "uy"]):
+        if not bool(np.asarray(truss.supports[i].fixed)[int(comp == "uy")]):
             raise KeyError(f"support {support!r} does not fix {comp}; prescribe only fixed "
                            "components (set its \"fixed\" entry to true)")
         return f".supports[{i}].prescribed", int(comp == "uy")
@@ -108,22 +108,18 @@ def parameter_path(truss: Truss, name: str) -> tuple[str, int | None]:
 
 
 def sweep_truss(truss: Truss, param: str, values, solver: Any = None,
-                progress: bool = False) -> TrussSweep:
+                progress: bool | None = None) -> TrussSweep:
     """Solve for every value of ``param`` (see :func:`parameter_path`) with ``solve_batch``;
     every point starts from the graph's own start (zero displacement by default)."""
     path, comp = parameter_path(truss, param)
     values = np.asarray(values, dtype=float)
     columns = {k: v for k, v in _columns(truss).items() if v}
-
-    def chunk(part):
-        batch = part
-        if comp is not None:  # the other component keeps its prescribed value
-            base = np.asarray(truss.supports[truss.support_names.index(param[:-3])].prescribed)
-            batch = np.repeat(base[None, :], len(part), axis=0)
-            batch[:, comp] = part
-        sol = solve_batch(truss, {path: jnp.asarray(batch)}, solver=solver)
-        arrays = {k: v for k, v in _arrays(sol.system).items() if k in columns}
-        return {**arrays, "converged": sol.converged, "iterations": sol.iterations,
-                "residual_norm": sol.residual_norm}
-
-    return TrussSweep(param, values, columns, chunked_sweep(values, chunk, progress=progress))
+    batch = values
+    if comp is not None:  # the other component keeps its prescribed value
+        base = np.asarray(truss.supports[truss.support_names.index(param[:-3])].prescribed)
+        batch = np.repeat(base[None, :], len(values), axis=0)
+        batch[:, comp] = values
+    arrays = sweep_arrays(truss, {path: batch},
+                          lambda g: {k: v for k, v in _arrays(g).items() if k in columns},
+                          solver=solver, progress=progress)
+    return TrussSweep(param, values, columns, arrays)

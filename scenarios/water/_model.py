@@ -2,24 +2,30 @@
 from __future__ import annotations
 
 import difflib
+import warnings
 from typing import Any
 
 import numpy as np
 
-from .._network_solve import scalar, solve_graph, solve_graph_batch
+import solvers
+
+from .._network_solve import newton, scalar, solve_graph, solve_graph_batch
 from ._build import build_graph
 from ._constants import WaterConstants
 from ._elements import WaterGraph
 from ._inp_types import WaterNetwork
 
-from solvers import Newton
 
 __all__ = ["WaterModel", "WaterResult", "WaterSweep", "build_water", "DEFAULT_METHOD",
            "SWEEP_PARAMETERS"]
 
-#: Plain Newton (with the library's line search, which these networks never need) to max|F|
-#: = 1e-12 (m of head, m3/s of flow): EPANET's start converges in 5-15 steps.
-DEFAULT_METHOD = Newton(atol=1e-12, rtol=1e-14, max_steps=100)
+#: Plain Newton (the library's line search is kept as a safeguard; these networks never need
+#: it) to max|F| = 1e-12 (m of head, m3/s of flow): a factory ``System -> method``. From
+#: EPANET's start the validation networks take 5-8 steps. Dense LU up to 2000 unknowns, then
+#: scipy's LU on the host: the (flow, head) Jacobian is a saddle-point matrix, on which the
+#: static-pivoting ``solvers.SparseLU`` meets zero pivots (Net1, Net2).
+DEFAULT_METHOD = newton(atol=1e-12, rtol=1e-14, max_steps=100, dense_limit=2000,
+                        sparse=solvers.SparseHostLU)
 #: Sweep parameter names and the parameter each one sets.
 SWEEP_PARAMETERS = {"demand_multiplier": ".hydraulics.demand_multiplier"}
 
@@ -48,8 +54,11 @@ class WaterModel:
         self.network, self.graph, self.constants = network, graph, constants
 
     def solve(self, method: Any = None) -> "WaterResult":
-        """Solve the t = 0 snapshot (``method`` defaults to :data:`DEFAULT_METHOD`)."""
-        return WaterResult(self, solve_graph(self.graph, method or DEFAULT_METHOD))
+        """Solve the t = 0 snapshot. ``method``: a ``solvers`` method object or a factory
+        ``System -> method``; default :data:`DEFAULT_METHOD`."""
+        result = WaterResult(self, solve_graph(self.graph, method or DEFAULT_METHOD))
+        _warn_status(result.status_problems())
+        return result
 
     def sweep(self, values, parameter: str = "demand_multiplier",
               method: Any = None) -> "WaterSweep":
@@ -58,7 +67,18 @@ class WaterModel:
         where = SWEEP_PARAMETERS.get(parameter, parameter)
         values = np.asarray(values, dtype=np.float64)
         solved = solve_graph_batch(self.graph, method or DEFAULT_METHOD, {where: values})
-        return WaterSweep(self, solved, parameter, values)
+        sweep = WaterSweep(self, solved, parameter, values)
+        _warn_status([f"member {i}: {p}" for i, m in enumerate(sweep) for p in m.status_problems()])
+        return sweep
+
+
+def _warn_status(problems: list) -> None:
+    if problems:
+        warnings.warn("link statuses are fixed at their t = 0 values, but the solution has "
+                      + "; ".join(problems[:5]) + (f" and {len(problems) - 5} more" if
+                                                   len(problems) > 5 else "")
+                      + ". EPANET would close these links and re-solve; close them in the "
+                      "file ([STATUS]) to model that.", stacklevel=3)
 
 
 class WaterResult:
@@ -120,6 +140,14 @@ class WaterResult:
                                               * self.solved.graph.hydraulics.demand_multiplier)
             self._demands = demands
         return _lookup(self._demands, node, "node")
+
+    def status_problems(self) -> list:
+        """Links whose fixed open status contradicts the solution: reverse flow through a
+        check-valve pipe or a pump (EPANET's status checks would close them)."""
+        net = self.model.network
+        checked = [p.name for p in net.pipes if p.check_valve] + [p.name for p in net.pumps]
+        return [f"reverse flow {self.flow(name):.3g} m3/s in {name!r}" for name in checked
+                if self.flow(name) < 0.0]
 
     def heads(self) -> dict:
         return {name: self.head(name) for name in self.model.network.node_names}

@@ -1,0 +1,152 @@
+"""Every benchmark of ``python -m benchmarks`` as a function ``(quick, out_dir) -> Section``.
+
+Each adapter calls the public ``run(...)`` of one benchmark module with full or quick sizes,
+turns its rows into a :class:`Section`, and draws its plot next to the report. Modules that
+are missing or lack a ``run`` entry point give a section that says so.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from ._report import Section, line_plot, plotting
+
+
+def dispatch(quick: bool, out: Path) -> Section:
+    from . import graph_dispatch
+
+    sizes, repeats = ((10, 100, 1000), 3) if quick else ((10, 100, 1000, 10_000), 7)
+    rows = graph_dispatch.run(sizes, repeats)
+    section = Section(
+        "dispatch", "Graph dispatch: per-call cost into a compiled `jax.jit` function (issue 2)",
+        "N equations (3 small arrays each) sharing N/10 gradient providers, passed to an "
+        "already-compiled `jax.jit` function. Baseline: a plain dict with the same leaves "
+        "(`plain_us`). `graph_vs_plain` = graph time / plain time (target <= 1.2 at N >= 100); "
+        "`nnx_vs_graph` = Flax NNX's `nnx.jit` on the same object graph / graph time "
+        "(target >= 20).",
+        rows, ("N", "leaves", "plain_us", "graph_us", "graph_vs_plain", "nnx_us", "nnx_vs_graph"))
+    if any(r.get("nnx_us") is None for r in rows):
+        section.notes.append("Flax NNX skipped: flax is not installed (`pip install .[bench]`).")
+    return section
+
+
+def circuit(quick: bool, out: Path) -> Section:
+    from . import circuit_batch
+
+    if quick:
+        rows = circuit_batch.run((10,), (1, 100), repeats=3, scipy_sample=20, budget=2.0)
+    else:
+        rows = circuit_batch.run()
+    section = Section(
+        "circuit", "Batched circuit solves: diode ladder over B source voltages (issue 3)",
+        (circuit_batch.__doc__ or "").split("\n\n", 1)[1].split("Run:")[0].strip()
+        + "\n\n`solves_per_s` = B / wall time of one batched call; `simgraph_speedup` = simgraph's "
+        "solves/s over the row's (> 1: simgraph is faster). Targets: >= 100x the scipy loop at "
+        "B = 10 000, within 1.2x of the hand-written Newton, faster than optimistix and jaxopt; "
+        "issue 4: >= 10 000 solves/s for the 100-node ladder at B = 10 000.",
+        rows, circuit_batch.COLUMNS)
+    section.notes += sorted({f"{r['method']}: {r['note']}" for r in rows
+                             if str(r.get("note", "")).startswith("skipped")})
+    panels = {}
+    for n in sorted({r["nodes"] for r in rows}):
+        series = {}
+        for r in rows:
+            if r["nodes"] == n and r.get("solves_per_s"):
+                xs, ys = series.setdefault(r["method"], ([], []))
+                xs.append(r["B"])
+                ys.append(r["solves_per_s"])
+        panels[f"{n}-node diode ladder"] = series
+    _figure(section, out, "benchmarks_throughput.png", panels, "batch size B", "solves per second")
+    return section
+
+
+def scale(quick: bool, out: Path) -> Section:
+    from . import scale_lowering
+
+    sizes, objectwise_max = ((300, 1_000), 0) if quick else ((1_000, 10_000, 100_000), 1_000)
+    rows = scale_lowering.run(sizes, objectwise_max)
+    section = Section(
+        "scale", "Lowering scale: build, trace and compile time against network size (issue 4)",
+        "Generated diode grids and pipe networks of N graph nodes lowered to `F(x, params)`: "
+        "grouped by element kind (`grouped`) and object by object (`objectwise`, only for small "
+        "N: its compile time grows with N). `build_s` = `System.build`, `trace_s` = jaxpr + "
+        "lowering, `compile_s` = XLA compile of the residual, `jvp_compile_s` = compile of its "
+        "JVP, `run_ms` = one residual evaluation. Target: compile under 10 s at N = 10^5 and "
+        "within 2x of N = 10^3.",
+        rows, getattr(scale_lowering, "_COLUMNS", ()))
+    if quick:
+        section.notes.append("Quick mode: small N and no object-by-object rows (their compile "
+                             "alone takes tens of seconds).")
+    panels = {"compile time": {}, "residual evaluation": {}}
+    for r in rows:
+        label = f"{r['case']} ({r['evaluation']})"
+        for panel, key, factor in (("compile time", "compile_s", 1.0), ("residual evaluation", "run_ms", 1e-3)):
+            xs, ys = panels[panel].setdefault(label, ([], []))
+            xs.append(r["N"])
+            ys.append(r[key] * factor)
+    _figure(section, out, "benchmarks_scale.png", panels, "network size N (graph nodes)", "seconds")
+    return section
+
+
+def sparse_solve(quick: bool, out: Path) -> Section:
+    """Issue 4's solve-time ladder against scipy sparse, if its module exists yet."""
+    section = Section("sparse", "Sparse Newton solves against scipy sparse (issue 4)",
+                      "Time per Newton solve of generated networks against `scipy.optimize.root` "
+                      "with a sparse Jacobian, in the same run.")
+    module = None
+    for name in ("sparse_linear", "sparse_solve", "scale_solve"):
+        try:
+            module = importlib.import_module(f"benchmarks.{name}")
+            break
+        except ImportError:
+            continue
+    if module is None or not callable(getattr(module, "run", None)):
+        section.notes.append("Not measured: no `benchmarks/sparse_linear.py` with a `run()` entry "
+                             "point exists yet.")
+        return section
+    kwargs = getattr(module, "QUICK", {}) if quick else {}
+    section.rows = module.run(**kwargs)
+    section.intro = (module.__doc__ or section.intro).strip()
+    return section
+
+
+def robustness(quick: bool, out: Path) -> Section:
+    from . import robustness as rb
+
+    names = ["Default", "scipy hybr"] if quick else [*rb.METHODS, "scipy hybr", "scipy lm"]
+    chosen = rb.problems.PROBLEMS[1:3] if quick else rb.problems.PROBLEMS
+    results = {}
+    for name in names:
+        runner = (lambda p, n=name: rb.run_scipy(n.split()[1], p)) if name.startswith("scipy") \
+            else (lambda p, m=rb.METHODS[name]: rb.run_ours(m, p))
+        results[name] = {p.name: runner(p) for p in chosen}
+    rows = [{"#": p.number, "problem": p.name, "n": len(p.x0),
+             **{name: rb.cell(results[name][p.name]) for name in names}} for p in chosen]
+    total = lambda name, k=None: sum(ok for runs in results[name].values()  # noqa: E731
+                                     for i, (ok, _) in enumerate(runs) if k is None or i == k)
+    rows.append({"problem": f"**solved (of {3 * len(chosen)})**",
+                 **{name: total(name) for name in names}})
+    rows.append({"problem": f"standard start (of {len(chosen)})", **{n: total(n, 0) for n in names}})
+    rows.append({"problem": "claimed success wrongly", **{n: sum(
+        c and not ok for runs in results[n].values() for ok, c in runs) for n in names}})
+    section = Section(
+        "robustness", "Robustness on the standard nonlinear-equation problems (issue 3)",
+        "Every method on the 23 Moré-Garbow-Hillstrom / `test_nonlin` problems from 1x, 10x "
+        "and 100x the standard start: ✓ when the returned x has max|F| <= 1e-8. "
+        "Full table with its notes: `python -m benchmarks.robustness` (docs/solver_robustness.md).",
+        rows, ("#", "problem", "n", *names))
+    if quick:
+        section.notes.append("Quick mode: two problems, the default method and scipy hybr only.")
+    return section
+
+
+def _figure(section: Section, out: Path, name: str, panels: dict, xlabel: str, ylabel: str) -> None:
+    if plotting() is None:
+        section.notes.append("No plot: matplotlib is not installed (`pip install .[plot]`).")
+    elif line_plot(out / name, panels, xlabel=xlabel, ylabel=ylabel):
+        section.figures.append(name)
+
+
+BENCHMARKS = {"dispatch": dispatch, "circuit": circuit, "scale": scale, "sparse": sparse_solve,
+              "robustness": robustness}

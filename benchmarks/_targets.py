@@ -1,0 +1,95 @@
+"""The issues' speed targets checked against this run's rows: met, missed, or not measured."""
+
+from __future__ import annotations
+
+from ._report import Section
+
+
+def _status(ok) -> str:
+    return "not measured" if ok is None else ("met" if ok else "missed")
+
+
+def _target(issue: int, target: str, measured: str | None, ok) -> dict:
+    return {"issue": issue, "target": target, "measured": measured or "-", "status": _status(ok)}
+
+
+def dispatch_targets(rows: list[dict]) -> list[dict]:
+    big = [r for r in rows if r["N"] >= 100]
+    worst = max((r["graph_vs_plain"] for r in big), default=None)
+    nnx = [r["nnx_vs_graph"] for r in rows if r.get("nnx_vs_graph")]
+    least = min(nnx, default=None)
+    return [
+        _target(2, "graph dispatch <= 1.2x plain pytree at N >= 100",
+                None if worst is None else f"worst {worst:.2f}x", None if worst is None else worst <= 1.2),
+        _target(2, "nnx.jit >= 20x slower than the graph",
+                None if least is None else f"least {least:.0f}x", None if least is None else least >= 20),
+    ]
+
+
+def _rate(rows, n, batch, method):
+    return next((r.get("solves_per_s") for r in rows
+                 if (r["nodes"], r["B"], r["method"]) == (n, batch, method)), None)
+
+
+def circuit_targets(rows: list[dict]) -> list[dict]:
+    out = []
+    for n in sorted({r["nodes"] for r in rows}):
+        batch = max(r["B"] for r in rows if r["nodes"] == n)
+        ours = _rate(rows, n, batch, "simgraph")
+        at = f"{n} nodes, B = {batch}"
+        checks = (("scipy root", 100.0, ">= 100x the scipy loop"),
+                  ("hand Newton", 1 / 1.2, "within 1.2x of the hand-written Newton"),
+                  ("optimistix", 1.0, "faster than optimistix"),
+                  ("jaxopt", 1.0, "faster than jaxopt"))
+        for method, factor, text in checks:
+            peer = _rate(rows, n, batch, method)
+            ratio = None if not (ours and peer) else ours / peer
+            full = batch >= 10_000 or method != "scipy root"
+            out.append(_target(3, f"{text} ({at})", None if ratio is None else f"{ratio:.3g}x",
+                               None if ratio is None or not full else ratio >= factor))
+        if n >= 100:
+            out.append(_target(4, f">= 10 000 solves/s through solve_batch ({at})",
+                               None if ours is None else f"{ours:.3g}/s",
+                               None if ours is None or batch < 10_000 else ours >= 10_000))
+    return out
+
+
+def scale_targets(rows: list[dict]) -> list[dict]:
+    out = []
+    for case in sorted({r["case"] for r in rows}):
+        grouped = sorted((r["N"], r["compile_s"]) for r in rows
+                         if r["case"] == case and r["evaluation"] == "grouped")
+        if not grouped:
+            continue
+        (n_small, c_small), (n_big, c_big) = grouped[0], grouped[-1]
+        measured = f"{c_big:.2g} s at N = {n_big}, {c_small:.2g} s at N = {n_small}"
+        big_enough = n_big >= 90_000
+        out.append(_target(4, f"{case}: compile < 10 s at N = 10^5 and within 2x of N = 10^3",
+                           measured, None if not big_enough else c_big < 10 and c_big <= 2 * c_small))
+    return out
+
+
+def robustness_targets(rows: list[dict]) -> list[dict]:
+    standard = next((r for r in rows if str(r.get("problem", "")).startswith("standard start")), None)
+    value = None if standard is None else standard.get("Default")
+    total = sum(1 for r in rows if r.get("#") is not None)
+    return [_target(3, "default method solves every problem from its standard start",
+                    None if value is None else f"{value}/{total}",
+                    None if value is None or total < 23 else value == total)]
+
+
+CHECKS = {"dispatch": dispatch_targets, "circuit": circuit_targets, "scale": scale_targets,
+          "robustness": robustness_targets}
+
+
+def summary(sections: list[Section]) -> list[dict]:
+    """One row per target whose benchmark ran (quick runs mostly give ``not measured``)."""
+    out = []
+    for section in sections:
+        check = CHECKS.get(section.name)
+        if check is not None and section.rows and not section.failed:
+            try:
+                out += check(section.rows)
+            except (KeyError, TypeError, ValueError) as err:  # a benchmark changed its columns
+                out.append(_target(0, f"{section.name}: targets not checked ({err!r})", None, None))
+    return out

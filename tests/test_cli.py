@@ -1,0 +1,154 @@
+"""``python -m scenarios``: list, run (table, --json, --sweep, --plot), demo, and one-line errors."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scenarios import _cli, _cli_domains
+from scenarios._cli_domains import Scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(capsys, *argv):
+    code = _cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _assert_one_line_error(code, err, *fragments):
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_list_names_every_scenario(capsys):
+    code, out, _ = _run(capsys, "list")
+    assert code == 0
+    for name in ("equations", "circuit", "water", "powerflow", "thermal", "truss"):
+        assert name in out
+    assert "scenarios/data/truss/von_mises.json" in out
+
+
+def test_run_equations_prints_a_table_and_writes_json(capsys, tmp_path):
+    path = tmp_path / "eq.json"
+    code, out, _ = _run(capsys, "run", "equations", "--json", str(path))
+    assert code == 0
+    assert "solver" in out and "iterations" in out and "x[e2]" in out
+    doc = json.loads(path.read_text())
+    assert doc["converged"] is True and doc["residual_norm"] < 1e-9
+    assert doc["x"] == pytest.approx({"e1": 0.5, "e2": 1.5, "e3": -2.5, "e4": 2.0, "e5": 0.5})
+    assert doc["dx_dm"]["e3"] == pytest.approx(5.0 / 4.0)
+
+
+def test_run_thermal_sweep_writes_json_and_plot(capsys, tmp_path):
+    data, plot = tmp_path / "t.json", tmp_path / "t.png"
+    code, out, _ = _run(capsys, "run", "thermal", "--sweep", "heater=0:100:3",
+                        "--json", str(data), "--plot", str(plot))
+    assert code == 0 and f"wrote plot {plot}" in out
+    doc = json.loads(data.read_text())
+    assert doc["parameter"] == "heater" and doc["values"] == [0.0, 50.0, 100.0]
+    assert len(doc["sweep"]) == 3 and doc["converged"] is True
+    # no heat: everything sits at the sink temperature
+    assert doc["sweep"][0]["temperatures"]["hot"] == pytest.approx(300.0, abs=1e-9)
+    assert doc["sweep"][2]["boundary_heat"]["sink"] == pytest.approx(-100.0)
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_run_with_an_input_file(capsys, tmp_path):
+    src = tmp_path / "eqs.json"
+    src.write_text(json.dumps({"providers": {"m": 4.0},
+                               "equations": {"only": {"constant": 2.0, "provider": "m"}}}))
+    out_json = tmp_path / "out.json"
+    code, _, _ = _run(capsys, "run", "equations", "--input", str(src), "--json", str(out_json))
+    assert code == 0 and json.loads(out_json.read_text())["x"] == {"only": 0.5}
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["run", "nope"], ["unknown scenario 'nope'", "equations"]),
+    (["run", "truss", "--sweep", "P=1:2"], ["bad --sweep 'P=1:2'", "PARAM=START:STOP:COUNT"]),
+    (["run", "truss", "--sweep", "P=a:2:3"], ["START and STOP must be numbers"]),
+    (["run", "truss", "--sweep", "P=0:1:0"], ["COUNT >= 1"]),
+    (["run", "truss", "--input", "/no/such/file.json"], ["/no/such/file.json", "does not exist"]),
+    (["run", "truss", "--frobnicate"], ["unrecognized arguments: --frobnicate"]),
+    ([], ["give a command"]),
+])
+def test_usage_errors_are_one_line(capsys, argv, fragments):
+    code, _, err = _run(capsys, *argv)
+    _assert_one_line_error(code, err, *fragments)
+
+
+def test_bad_input_file_and_bad_sweep_parameter_are_one_line(capsys, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"nodes": {"a": [0, 0]},\n "bars": [}')
+    code, _, err = _run(capsys, "run", "truss", "--input", str(bad))
+    _assert_one_line_error(code, err, f"{bad}:2: invalid JSON")
+    code, _, err = _run(capsys, "run", "thermal", "--sweep", "nothing=0:1:2")
+    _assert_one_line_error(code, err, "nothing named 'nothing' to sweep", "heater")
+
+
+def test_unavailable_scenario_and_missing_matplotlib(capsys, monkeypatch):
+    fake = Scenario("fake", "scenarios._errors", "a domain without run()",
+                    _cli_domains.DATA / "truss" / "von_mises.json", None)
+    monkeypatch.setitem(_cli_domains.SCENARIOS, "fake", fake)
+    code, _, err = _run(capsys, "run", "fake")
+    _assert_one_line_error(code, err, "fake scenario is not available yet")
+    code, out, _ = _run(capsys, "list")
+    assert "[not available yet]" in out
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    code, _, err = _run(capsys, "run", "equations", "--plot", "x.png")
+    _assert_one_line_error(code, err, "--plot needs matplotlib")
+
+
+def test_demo_tours_and_says_where_the_plots_went(capsys, monkeypatch, tmp_path):
+    only = {k: _cli_domains.SCENARIOS[k] for k in ("truss",)}
+    only["fake"] = Scenario("fake", "scenarios._errors", "not there", only["truss"].example, None)
+    monkeypatch.setattr(_cli, "SCENARIOS", only)
+    code, out, _ = _run(capsys, "demo", "--out", str(tmp_path))
+    assert code == 0
+    assert "skipped: the fake scenario is not available yet" in out
+    assert f"plots written to {tmp_path}: truss.png" in out
+    assert (tmp_path / "truss.png").stat().st_size > 1000
+
+
+def test_json_documents_from_other_domains_are_adapted():
+    doc = {"node_voltages": {"1": 9.0, "2": 0.7}, "source_currents": {"V1": -0.01},
+           "converged": True, "iterations": 4, "residual_norm": 1e-15}
+    report = _cli_domains._from_json("circuit", doc)
+    assert report.converged and report.iterations == 4
+    assert ("node_voltages[2]", 0.7, "") in report.rows
+    assert "source_currents[V1]" in report.table()
+
+
+@pytest.mark.parametrize("name, doc", [
+    ("circuit", {"parameter": "V1", "values": [0.0, 1.0],
+                 "sweep": [{"node_voltages": {"1": v}, "source_currents": {"V1": -v}}
+                           for v in (0.0, 1.0)]}),
+    ("water", {"heads": {"J1": 100.0, "J2": 95.0}, "flows": {"P1": 0.01}}),
+    ("powerflow", {"vm": {"1": 1.0, "2": 0.98}, "va_deg": {"1": 0.0, "2": -2.5}}),
+])
+def test_default_plots_from_the_json_documents(tmp_path, name, doc):
+    from scenarios._cli_plots import default_draw
+    report = _cli_domains._from_json(name, {**doc, "converged": True})
+    report.draw = default_draw(name, report.json)
+    assert _cli.write_plot(report, tmp_path / "p.png")
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    assert default_draw("circuit", {"node_voltages": {"1": 1.0}}) is None  # no sweep: no plot
+
+
+def test_module_entry_point_exits_2_without_traceback():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "scenarios", "run", "nope"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("error: unknown scenario 'nope'")
+    assert "Traceback" not in proc.stderr

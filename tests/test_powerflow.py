@@ -1,0 +1,117 @@
+"""AC power flow: PYPOWER references from a flat start, .m input, load sweeps, bad topology."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scenarios.powerflow import (IslandError, build_powerflow, elements, read_case_json,
+                                 read_matpower)
+
+DATA = Path(__file__).parent / "data" / "acpf"
+CASES = ["case9", "case14", "case30", "case89pegase"]
+
+
+def reference(name: str) -> dict:
+    return json.loads((DATA / f"{name}.json").read_text())["solution"]
+
+
+def deviations(case, result, ref: dict) -> dict:
+    ids = [b.id for b in case.buses]
+    diff = lambda f, key: max(abs(f(result.bus(i)) - v) for i, v in zip(ids, ref[key]))  # noqa
+    return {"vm": diff(lambda b: b.vm, "Vm"), "va": diff(lambda b: b.va_deg, "Va_deg"),
+            "pg": diff(lambda b: b.pg, "Pg_bus"), "qg": diff(lambda b: b.qg, "Qg_bus")}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_matches_pypower_from_flat_start(name: str) -> None:
+    case = read_case_json(DATA / f"{name}.json")
+    ref = reference(name)
+    result = build_powerflow(case).solve()
+    assert result.converged, result.message()
+    dev = deviations(case, result, ref)
+    assert dev["vm"] <= 1e-8 and dev["va"] <= 1e-6, dev
+    assert dev["pg"] <= 1e-8 and dev["qg"] <= 1e-8, dev  # slack P, Q and PV Q as outputs
+    assert result.iterations == ref["tool_iterations"]  # plain Newton, like PYPOWER
+    out = json.loads(json.dumps(result.to_json()))
+    assert set(out) == {"vm", "va_deg", "converged", "iterations", "residual_norm"}
+    assert list(out["vm"]) == [str(b.id) for b in case.buses]
+
+
+def test_branch_power_is_the_matpower_pi_model() -> None:
+    rng = np.random.default_rng(0)
+    vm_f, vm_t, r, tap = rng.uniform(0.9, 1.1, 4)
+    va_f, va_t, shift = rng.uniform(-0.5, 0.5, 3)
+    x, b = 0.1, 0.05
+    ys = 1 / (r * 0.01 + 1j * x)
+    t = tap * np.exp(1j * shift)
+    vf, vt = vm_f * np.exp(1j * va_f), vm_t * np.exp(1j * va_t)
+    s_f = vf * np.conj((ys + 0.5j * b) / abs(t) ** 2 * vf - ys / np.conj(t) * vt)
+    s_t = vt * np.conj(-ys / t * vf + (ys + 0.5j * b) * vt)
+    got = elements.branch_power(vm_f, va_f, vm_t, va_t, r * 0.01, x, b, tap, shift)
+    np.testing.assert_allclose(np.asarray(got), [s_f.real, s_f.imag, s_t.real, s_t.imag],
+                               rtol=1e-13, atol=1e-13)
+
+
+def test_phase_shifters_are_modelled() -> None:
+    case = read_case_json(DATA / "case89pegase.json")
+    shifters = [br for br in case.branches if br.shift_deg != 0.0]
+    assert len(shifters) == 3
+    graph = build_powerflow(case).graph
+    k = shifters[0].index
+    assert graph.branches[k].shift == pytest.approx(np.radians(shifters[0].shift_deg))
+
+
+@pytest.mark.parametrize("name", ["case9", "case14"])
+def test_matpower_file_input(name: str) -> None:
+    case = read_matpower(DATA / f"{name}.m")
+    result = build_powerflow(case).solve()
+    dev = deviations(case, result, reference(name))
+    assert dev["vm"] <= 1e-8 and dev["va"] <= 1e-6, dev
+
+
+def test_load_scaling_sweep_is_one_batched_solve() -> None:
+    case = read_case_json(DATA / "case14.json")
+    model = build_powerflow(case)
+    scales = np.array([0.8, 1.0, 1.2])
+    sweep = model.sweep(scales)
+    assert sweep.converged.all() and len(sweep) == 3
+    dev = deviations(case, sweep[1], reference("case14"))
+    assert dev["vm"] <= 1e-8 and dev["va"] <= 1e-6, dev
+    slack = next(b.id for b in case.buses if b.type == "slack")
+    pd = sum(b.Pd for b in case.buses)
+    for s, member in zip(scales, sweep):
+        alone = build_powerflow(case)
+        alone.graph.loading.scale = float(s)
+        single = alone.solve()
+        assert max(abs(member.bus(b.id).vm - single.bus(b.id).vm) for b in case.buses) <= 1e-12
+        losses = sum(member.bus(b.id).pg for b in case.buses) - s * pd
+        assert 0.0 < losses < 0.1 * s * pd
+    assert np.all(np.diff([m.bus(slack).pg for m in sweep]) > 0)
+    assert np.all(np.diff(sweep.vm(14)) < 0)  # heavier load, lower voltage at a PQ bus
+
+
+def test_bus_kinds_follow_the_bus_types() -> None:
+    case = read_case_json(DATA / "case9.json")
+    graph = build_powerflow(case).graph
+    kinds = {b.id: type(graph.buses[b.id]) for b in case.buses}
+    assert kinds[1] is elements.SlackBus and kinds[2] is elements.PVBus
+    assert kinds[5] is elements.PQBus
+    with pytest.raises(KeyError, match="no bus 99"):
+        build_powerflow(case).solve().bus(99)
+
+
+def test_island_without_slack_is_named_before_newton() -> None:
+    case = read_case_json(DATA / "case9.json")
+    cut = [br for br in case.branches if {br.from_bus, br.to_bus} not in ({5, 6}, {8, 9})]
+    with pytest.raises(IslandError) as err:
+        build_powerflow(dataclasses.replace(case, branches=tuple(cut)))
+    assert set(err.value.nodes) == {2, 3, 6, 7, 8}
+    assert "slack" in str(err.value) and "2, 3, 6, 7, 8" in str(err.value)
+    no_slack = [dataclasses.replace(b, type="PV") if b.type == "slack" else b
+                for b in case.buses]
+    with pytest.raises(IslandError, match="no slack"):
+        build_powerflow(dataclasses.replace(case, buses=tuple(no_slack)))

@@ -1,0 +1,128 @@
+"""Implicit differentiation of roots against central finite differences."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import nonlinear_problems as nlp
+import solvers
+
+TIGHT = solvers.Newton(atol=1e-13, rtol=1e-14, max_steps=100)
+CASES = ["rosenbrock", "powell_badly_scaled", "hammarling_2x2", "dennis_schnabel",
+         "freudenstein_roth", "chandrasekhar"]
+
+
+def root(problem, params, x0, solver=TIGHT):
+    sol = solvers.solve_flat(problem.fn, x0, params, solver=solver)
+    return sol.x, sol
+
+
+def loss_of(problem, x_star, weights):
+    def loss(params):
+        return jnp.sum(weights * root(problem, params, x_star)[0])
+
+    return loss
+
+
+def central_differences(loss, params, h=1e-5):
+    """d loss / d params leaf by leaf, entry by entry, with relative steps."""
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    grads = []
+    for k, leaf in enumerate(leaves):
+        leaf = np.asarray(leaf, dtype=np.float64)
+        g = np.zeros_like(leaf)
+        for idx in np.ndindex(leaf.shape):
+            step = h * max(abs(leaf[idx]), 1.0)
+            values = []
+            for sign in (1.0, -1.0):
+                moved = leaf.copy()
+                moved[idx] += sign * step
+                trial = [jnp.asarray(moved) if j == k else v for j, v in enumerate(leaves)]
+                values.append(float(loss(jax.tree_util.tree_unflatten(treedef, trial))))
+            g[idx] = (values[0] - values[1]) / (2.0 * step)
+        grads.append(g)
+    return jax.tree_util.tree_unflatten(treedef, grads)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_gradient_matches_finite_differences(name):
+    problem = nlp.BY_NAME[name]
+    params = nlp.params_of(problem)
+    x_star, sol = root(problem, params, jnp.asarray(problem.x0), solvers.Default())
+    assert bool(sol.converged)
+    weights = jnp.asarray(np.random.default_rng(1).normal(size=x_star.shape))
+    loss = loss_of(problem, x_star, weights)
+    grad = jax.grad(loss)(params)
+    expected = central_differences(loss, params)
+    for key in params:
+        np.testing.assert_allclose(grad[key], expected[key], rtol=2e-5, atol=1e-8 * (
+            1.0 + np.max(np.abs(expected[key]))), err_msg=f"{name}: d/d{key}")
+
+
+def test_forward_and_reverse_mode_agree_under_jit():
+    problem = nlp.BY_NAME["chandrasekhar"]
+    x0 = jnp.asarray(problem.x0)
+    f = lambda c: root(problem, {"c": c}, x0)[0]
+    forward = jax.jit(jax.jacfwd(f))(0.9)
+    reverse = jax.jit(jax.jacrev(f))(0.9)
+    np.testing.assert_allclose(forward, reverse, rtol=1e-10)
+    assert np.all(forward > 0)  # H grows with the albedo c
+
+
+def test_gradients_under_vmap_match_finite_differences():
+    problem = nlp.BY_NAME["dennis_schnabel"]
+    s = jnp.array([3.0, 4.0, 5.0])
+
+    def member(si):
+        x = root(problem, {"s": si}, jnp.array([1.0, 5.0]) * si / 3.0)[0]
+        return x[1] ** 2 + jnp.sin(x[0])
+
+    grads = jax.vmap(jax.grad(member))(s)
+    h = 1e-5
+    fd = (jax.vmap(member)(s + h) - jax.vmap(member)(s - h)) / (2 * h)
+    np.testing.assert_allclose(grads, fd, rtol=1e-6)
+    np.testing.assert_allclose(grads, 2.0 * s, rtol=1e-8)  # root (0, s)
+
+
+def test_gradient_through_batch_solve_and_closures():
+    c = 0.7
+
+    def loss(scale, cs):
+        # fn closes over the traced `scale`: its derivative flows too.
+        fn = lambda x, p: solvers_chandrasekhar(x, p) * scale
+        sol = solvers.solve_flat_batch(fn, jnp.ones(5), {"c": cs})
+        return jnp.sum(sol.x)
+
+    cs = jnp.array([c, 0.8])
+    g_scale, g_cs = jax.grad(loss, argnums=(0, 1))(2.0, cs)
+    assert abs(float(g_scale)) < 1e-8  # the root does not depend on a scaling of F
+    h = 1e-6
+    fd = [(loss(2.0, cs.at[i].add(h)) - loss(2.0, cs.at[i].add(-h))) / (2 * h) for i in range(2)]
+    np.testing.assert_allclose(g_cs, fd, rtol=1e-6)
+
+
+def solvers_chandrasekhar(x, p):
+    return nlp.chandrasekhar(x, p)
+
+
+def test_failed_member_can_be_masked_without_nan_gradients():
+    def loss(p):
+        sol = solvers.solve_flat_batch(lambda x, q: x ** 2 - q, jnp.array([1.0]), p[:, None])
+        return jnp.sum(jnp.where(sol.converged[:, None], sol.x, 0.0))
+
+    p = jnp.array([4.0, -1.0, 9.0])  # member 1 has no real root
+    g = jax.grad(loss)(p)
+    np.testing.assert_allclose(g, [0.25, 0.0, 1.0 / 6.0], rtol=1e-8)
+
+
+def test_matrix_free_gradient_equals_dense():
+    problem = nlp.BY_NAME["discrete_integral_equation"]
+    x0 = jnp.asarray(problem.x0)
+    fn = lambda x, p: problem.fn(x, None) - p
+    grads = []
+    for ls in (solvers.DenseLU(), solvers.GMRES(rtol=1e-13)):
+        f = lambda p, ls=ls: jnp.sum(solvers.solve_flat(
+            fn, x0, p, solver=solvers.Newton(linear_solver=ls)).x ** 2)
+        grads.append(jax.grad(f)(jnp.linspace(0.0, 0.1, 10)))
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-8)

@@ -121,7 +121,11 @@ def main(argv=None) -> None:
         t0 = time.perf_counter()
         runner = (lambda p, n=name: run_scipy(n.split()[1], p)) if name.startswith("scipy") \
             else (lambda p, m=METHODS[name]: run_ours(m, p))
-        results[name] = {p.name: runner(p) for p in problems.PROBLEMS}
+        results[name] = {}
+        for p in problems.PROBLEMS:
+            results[name][p.name] = runner(p)
+            print(f"  {name} {p.number:2d} {p.name}: {cell(results[name][p.name])}",
+                  file=sys.stderr, flush=True)
         solved_count = sum(ok for r in results[name].values() for ok, _ in r)
         print(f"{name:20s} {solved_count:2d}/69 ({time.perf_counter() - t0:.0f} s)",
               file=sys.stderr)

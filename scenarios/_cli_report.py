@@ -10,7 +10,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["Report", "SweepSpec", "solve_status", "solver_name", "fmt"]
+import solvers
+
+__all__ = ["Report", "SweepSpec", "solve_status", "solver_name", "quick_solve", "fmt"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,4 +78,19 @@ def solve_status(solution) -> tuple[bool, int, float]:
 
 def solver_name(solver: Any) -> str:
     """Short display name of a solve method (``None``: the library's default polyalgorithm)."""
-    return "solvers.Default" if solver is None else type(solver).__name__
+    return "Default" if solver is None else type(solver).__name__
+
+
+def quick_solve(attempt: Callable[[Any], Any], solver: Any = None) -> tuple[Any, Any]:
+    """``(attempt(method), method)``: with ``solver`` if given; else Newton first (it compiles
+    in a fraction of the polyalgorithm's time, which matters for a command-line run) and
+    ``solvers.Default()`` only if some member did not converge. ``attempt`` returns a result
+    with ``.solution.converged`` or a sweep with ``.converged``."""
+    if solver is not None:
+        return attempt(solver), solver
+    newton = solvers.Newton()
+    out = attempt(newton)
+    if np.all(np.asarray(getattr(out, "solution", out).converged)):
+        return out, newton
+    fallback = solvers.Default()
+    return attempt(fallback), fallback

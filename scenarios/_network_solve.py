@@ -6,6 +6,7 @@ pattern) for large ones, and keeps the solved graph, from which results are read
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Mapping, NamedTuple
 
 import numpy as np
@@ -25,17 +26,25 @@ class Solved(NamedTuple):
 
 
 def newton(atol: float, rtol: float, max_steps: int, dense_limit: int = 120,
-           sparse: type = solvers.SparseLU) -> Callable[[Any], Any]:
+           sparse: type = solvers.SparseLU, atol32: float = 1e-4) -> Callable[[Any], Any]:
     """A method factory: plain Newton (backtracking line search kept as a safeguard) with a
     dense LU up to ``dense_limit`` unknowns, else ``sparse`` (a sparse linear solver class)
-    on the graph's Jacobian pattern."""
+    on the graph's Jacobian pattern. In float32 (``jax_enable_x64`` off) it warns and uses
+    ``atol32`` and ``rtol = 1e-6``: the float64 tolerances are below float32 roundoff."""
 
     def make(system) -> Any:
+        a, r = atol, rtol
+        if np.dtype(system.x0.dtype).itemsize < 8:
+            warnings.warn("solving in float32 because jax_enable_x64 is off: expect about 6 "
+                          "significant digits. For reference accuracy call "
+                          "jax.config.update('jax_enable_x64', True) before building the "
+                          "model.", stacklevel=5)
+            a, r = atol32, 1e-6
         if system.n <= dense_limit:
             linear = solvers.DenseLU()
         else:
             linear = sparse(*system.sparsity())
-        return solvers.Newton(atol=atol, rtol=rtol, max_steps=max_steps, linear_solver=linear)
+        return solvers.Newton(atol=a, rtol=r, max_steps=max_steps, linear_solver=linear)
 
     return make
 
@@ -52,10 +61,12 @@ def solve_graph(root: Any, method: Any) -> Solved:
     return Solved(solution.system, system, solution)
 
 
-def solve_graph_batch(root: Any, method: Any, updates: Mapping[Any, Any]) -> Solved:
+def solve_graph_batch(root: Any, method: Any, updates: Mapping[Any, Any],
+                      progress: bool | None = None) -> Solved:
     """One batched solve: ``updates`` maps parameter selectors (a key path such as
     ``".hydraulics.demand_multiplier"``, ``"Class.field"``, a class or a filter, as
-    ``System.set_params`` takes them) to values with a common leading batch axis."""
+    ``System.set_params`` takes them) to values with a common leading batch axis.
+    ``progress``: show a progress bar (default: on a terminal, for batches run in chunks)."""
     system = solvers.System.build(root)
     values = {k: np.asarray(v) for k, v in updates.items()}
     sizes = {v.shape[0] if v.ndim else None for v in values.values()}
@@ -63,7 +74,7 @@ def solve_graph_batch(root: Any, method: Any, updates: Mapping[Any, Any]) -> Sol
         shapes = ", ".join(f"{k!s}: {v.shape}" for k, v in values.items())
         raise ValueError(f"every sweep value needs the same leading batch axis; got {shapes}. "
                          "Stack one value per batch member on axis 0.")
-    solution = solvers.solve_batch(system, values, _method(method, system))
+    solution = solvers.solve_batch(system, values, _method(method, system), progress=progress)
     return Solved(solution.system, system, solution)
 
 

@@ -145,8 +145,8 @@ def _check_rhs(solver, operator, b):
 
 
 @functools.lru_cache(maxsize=32)
-def _plan(pattern: SparsityPattern, leaf_size: int) -> LUPlan:
-    return build_plan(pattern, leaf_size)
+def _plan(pattern: SparsityPattern, leaf_size: int, pivoting: str) -> LUPlan:
+    return build_plan(pattern, leaf_size, pivoting=pivoting)
 
 
 class SparseLU(_AbstractSparseSolver):
@@ -164,25 +164,27 @@ class SparseLU(_AbstractSparseSolver):
 
     def __init__(self, rows, cols=None, shape=None, *, refine: int = 1,
                  pivot_tol: float = 16.0, backward_tol: float | None = None,
-                 leaf_size: int = 8):
+                 leaf_size: int = 8, pivoting: str = "pairs"):
         pattern = as_pattern(rows, cols, shape)
         if pattern.shape[0] != pattern.shape[1]:
             raise SparsityError(
                 f"SparseLU needs a square Jacobian, got {pattern.shape}; use a least-squares "
                 "method or check the counts of equations and unknowns."
             )
-        for name, val in [("pattern", pattern), ("refine", int(refine)),
+        if pivoting not in ("pairs", "matching"):
+            raise ValueError(f"pivoting must be 'pairs' or 'matching', got {pivoting!r}.")
+        for name, val in [("pattern", pattern), ("refine", int(refine)), ("pivoting", pivoting),
                           ("pivot_tol", float(pivot_tol)), ("leaf_size", int(leaf_size)),
                           ("backward_tol", None if backward_tol is None else float(backward_tol))]:
             object.__setattr__(self, name, val)
 
     def _options(self):
-        return (self.refine, self.pivot_tol, self.backward_tol, self.leaf_size)
+        return (self.refine, self.pivot_tol, self.backward_tol, self.leaf_size, self.pivoting)
 
     @property
     def plan(self) -> LUPlan:
         """The static schedule (built on first use, cached per pattern)."""
-        return _plan(self.pattern, self.leaf_size)
+        return _plan(self.pattern, self.leaf_size, self.pivoting)
 
     def _solve(self, transpose):
         def solve(data, b):

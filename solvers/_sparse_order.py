@@ -56,25 +56,62 @@ def pair_zero_diagonals(pattern: SparsityPattern) -> np.ndarray | None:
     Returns ``partner`` (-1 where the diagonal is present) such that ``p = partner[k]`` has
     its own diagonal and both ``(k, p)`` and ``(p, k)`` are in the pattern, each p used once.
     Eliminating p just before k fills ``(k, k)`` with ``-a_kp a_pk / a_pp``: the Schur
-    complement of saddle-point systems (MNA voltage sources, pipe-flow/head networks),
-    which for those has no cancellation, unlike pivots moved there by a row matching.
+    complement of saddle-point systems (MNA voltage sources, pipe-flow/head networks).
+    Pairs grow as a forest from partners that touch a single zero diagonal (a pipe to a
+    fixed head, a node with one source), so each eliminated group stays "grounded" and the
+    filled pivots cannot cancel, unlike a row matching's pivots or pairs along a cycle.
     """
     n = _square(pattern)
     r, c = pattern.rows.astype(np.int64), pattern.cols.astype(np.int64)
     has_diag = np.zeros(n, bool)
     has_diag[r[r == c]] = True
-    zero = np.flatnonzero(~has_diag)
+    zero, cand = np.flatnonzero(~has_diag), np.flatnonzero(has_diag)
     if zero.size == 0:
         return None
     a = pattern.to_scipy()
     both = a.multiply(a.T).tocsr()  # (k, p) and (p, k) both present
-    cand = both[zero][:, np.flatnonzero(has_diag)]
-    match = csgraph.maximum_bipartite_matching(cand.tocsr(), perm_type="column")
-    if np.any(match < 0):
-        return None
+    z_to_p = both[zero][:, cand].tocsr()  # zero-diagonal node -> candidate partners
+    p_to_z = z_to_p.T.tocsr()
+    pair = _grow_forest(z_to_p, p_to_z)
+    if np.any(pair < 0):  # components with no grounding partner: any matching will do
+        free = np.setdiff1d(np.arange(cand.size), pair[pair >= 0])
+        rest = np.flatnonzero(pair < 0)
+        sub = z_to_p[rest][:, free].tocsr()
+        match = csgraph.maximum_bipartite_matching(sub, perm_type="column")
+        if np.any(match < 0):
+            return None
+        pair[rest] = free[match]
     partner = np.full(n, -1, np.int64)
-    partner[zero] = np.flatnonzero(has_diag)[match]
+    partner[zero] = cand[pair]
     return partner
+
+
+def _grow_forest(z_to_p, p_to_z):
+    """Pair zero-diagonal nodes breadth-first from partners with one zero neighbour."""
+    nz = z_to_p.shape[0]
+    pair = np.full(nz, -1, np.int64)
+    used = np.zeros(p_to_z.shape[0], bool)
+    deg = np.diff(p_to_z.indptr)
+    queue = []
+    for z in range(nz):
+        for p in z_to_p.indices[z_to_p.indptr[z]:z_to_p.indptr[z + 1]]:
+            if deg[p] == 1 and not used[p]:
+                pair[z], used[p] = p, True
+                queue.append(z)
+                break
+    head = 0
+    while head < len(queue):
+        z = queue[head]
+        head += 1
+        for p in z_to_p.indices[z_to_p.indptr[z]:z_to_p.indptr[z + 1]]:
+            if used[p]:
+                continue
+            for k in p_to_z.indices[p_to_z.indptr[p]:p_to_z.indptr[p + 1]]:
+                if pair[k] < 0:
+                    pair[k], used[p] = p, True
+                    queue.append(k)
+                    break
+    return pair
 
 
 def grouped_order(adj: sp.csr_matrix, partner: np.ndarray | None, order_fn) -> np.ndarray:
@@ -251,13 +288,13 @@ def level_order(level: np.ndarray, structs: list[np.ndarray]):
 
 
 def color_order(adj: sp.csr_matrix) -> np.ndarray:
-    """Multicolour order: a greedy colouring, colour classes one after the other.
-
-    Each class is an independent set, so an incomplete factorization (no fill) in this
-    order has about as many levels as colours (two for a 5-point grid).
-    """
-    colors = greedy_coloring(adj.indptr, adj.indices, np.argsort(-np.diff(adj.indptr)))
-    return np.argsort(colors, kind="stable")
+    """Multicolour order: a greedy colouring (largest degree first), colour classes one
+    after the other, last colour first so the high-degree vertices come last (less fill
+    dropped). Each class is an independent set, so an incomplete factorization (no fill) in
+    this order has about as many levels as colours (two for a 5-point grid)."""
+    order = np.argsort(-np.diff(adj.indptr), kind="stable")
+    colors = greedy_coloring(adj.indptr, adj.indices, order)
+    return np.argsort(-colors, kind="stable")
 
 
 def upper_structure(adj: sp.csr_matrix, order: np.ndarray):

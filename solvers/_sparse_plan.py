@@ -17,8 +17,8 @@ import functools
 import numpy as np
 
 from ._sparse_order import (
-    color_order, elimination_tree, level_order, match_rows, nested_dissection,
-    symmetrised_adjacency, upper_structure,
+    color_order, elimination_tree, grouped_order, level_order, match_rows, nested_dissection,
+    pair_zero_diagonals, symmetrised_adjacency, upper_structure,
 )
 from ._sparsity import SparsityPattern
 
@@ -54,13 +54,15 @@ class LUPlan:
     structurally_singular: bool
 
 
-def build_plan(pattern: SparsityPattern, leaf_size: int = 8, incomplete: bool = False) -> LUPlan:
+def build_plan(pattern: SparsityPattern, leaf_size: int = 8, incomplete: bool = False,
+               pivoting: str = "pairs") -> LUPlan:
     """Match, order, factor symbolically and schedule (host work, about one factorization).
 
     ``incomplete=True`` plans an ILU(0) of the symmetrised pattern instead (no fill, in a
     multicolour order, so the levels are about the number of colours): a preconditioner.
     """
-    row_match, singular, order, level, structs = analyse(pattern, leaf_size, incomplete)
+    row_match, singular, order, level, structs = analyse(pattern, leaf_size, incomplete,
+                                                         pivoting)
     lay = _Layout(structs)
     row_perm, col_perm = row_match[order], order
     pos_r, pos_c = _inverse(row_perm)[pattern.rows], _inverse(col_perm)[pattern.cols]
@@ -80,16 +82,28 @@ def build_plan(pattern: SparsityPattern, leaf_size: int = 8, incomplete: bool = 
 
 
 @functools.lru_cache(maxsize=32)
-def analyse(pattern: SparsityPattern, leaf_size: int = 8, incomplete: bool = False):
+def analyse(pattern: SparsityPattern, leaf_size: int = 8, incomplete: bool = False,
+            pivoting: str = "pairs"):
     """Symbolic analysis (cached): ``(row_match, singular, order, level, structs)`` with
-    pivots in level order; ``sum(len(s)**2 for s in structs)`` is the product count."""
-    row_match, singular = match_rows(pattern)
+    pivots in level order; ``sum(len(s)**2 for s in structs)`` is the product count.
+
+    Zero diagonals are handled by ``pivoting="pairs"`` (eliminate a partner first, see
+    `pair_zero_diagonals`; falls back to a matching when some zero diagonal has no
+    partner) or ``"matching"`` (a row permutation moving nonzeros onto the diagonal).
+    """
+    if pivoting not in ("pairs", "matching"):
+        raise ValueError(f"pivoting must be 'pairs' or 'matching', got {pivoting!r}.")
+    partner = pair_zero_diagonals(pattern) if pivoting == "pairs" else None
+    if partner is not None:
+        row_match, singular = np.arange(pattern.shape[0]), False
+    else:
+        row_match, singular = match_rows(pattern)
     adj = symmetrised_adjacency(pattern, row_match)
     if incomplete:
-        order = color_order(adj)
+        order = grouped_order(adj, partner, color_order)
         level, structs = upper_structure(adj, order)
     else:
-        order = nested_dissection(adj, leaf_size)
+        order = grouped_order(adj, partner, lambda g: nested_dissection(g, leaf_size))
         _, level, structs = elimination_tree(adj, order)
     lperm, level, structs = level_order(level, structs)
     return row_match, singular, order[lperm], level, structs

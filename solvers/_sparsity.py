@@ -145,7 +145,8 @@ def column_coloring(pattern: SparsityPattern) -> tuple[np.ndarray, int]:
     m, n = pattern.shape
     a = pattern.to_scipy().tocsc()
     inter = (a.T @ a).tocsr()
-    colors = greedy_coloring(inter.indptr, inter.indices, np.argsort(-np.diff(inter.indptr)))
+    order = np.argsort(-np.diff(inter.indptr), kind="stable")
+    colors = greedy_coloring(inter.indptr, inter.indices, order)
     n_colors = int(colors.max()) + 1 if n else 0
     colors = colors.astype(np.int32)
     colors.flags.writeable = False

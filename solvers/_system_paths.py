@@ -175,9 +175,7 @@ class Paths:
                 return [hit]
             if where.startswith((".", "[")) or "[" in where:
                 raise sg.GraphError(f"no parameter at key path {where!r}.{_close(where, self._index()[1])}")
-        pred = matcher(where)
         if isinstance(where, type):
-            pred = None
             picked = [(ki, j, row) for ki, kind in enumerate(an.kinds) if issubclass(kind.cls, where)
                       for j, c in enumerate(kind.columns) if not c.unknown for row in range(kind.count)]
         elif isinstance(where, str):
@@ -187,7 +185,7 @@ class Paths:
                       for j, c in enumerate(kind.columns) if not c.unknown and c.field == field
                       for row in range(kind.count)]
         else:
-            picked = []
+            pred, picked = matcher(where), []
             for ki, kind in enumerate(an.kinds):
                 for j, c in enumerate(kind.columns):
                     if not c.unknown:

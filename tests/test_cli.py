@@ -145,6 +145,27 @@ def test_default_plots_from_the_json_documents(tmp_path, name, doc):
     assert default_draw("circuit", {"node_voltages": {"1": 1.0}}) is None  # no sweep: no plot
 
 
+def test_quick_solve_tries_newton_first_and_falls_back_to_the_default():
+    import solvers
+    from scenarios._cli_report import quick_solve
+
+    class Out:
+        def __init__(self, ok):
+            self.converged = np.array([True, ok])
+
+    tried = []
+
+    def attempt(method, ok_with=solvers.Default):
+        tried.append(type(method).__name__)
+        return Out(isinstance(method, ok_with))
+
+    out, method = quick_solve(attempt)
+    assert tried == ["Newton", "Default"] and isinstance(method, solvers.Default)
+    tried.clear()
+    out, method = quick_solve(lambda m: attempt(m, ok_with=solvers.Newton))
+    assert tried == ["Newton"] and isinstance(method, solvers.Newton)
+
+
 def test_module_entry_point_exits_2_without_traceback():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-m", "scenarios", "run", "nope"], cwd=ROOT, env=env,

@@ -115,3 +115,11 @@ def test_island_without_slack_is_named_before_newton() -> None:
                 for b in case.buses]
     with pytest.raises(IslandError, match="no slack"):
         build_powerflow(dataclasses.replace(case, buses=tuple(no_slack)))
+
+
+def test_command_line_entry_solves_the_shipped_example() -> None:
+    from scenarios.powerflow import run
+    report = run()  # MATPOWER's case9.m
+    assert report.converged and report.scenario == "powerflow"
+    ref = reference("case9")
+    assert max(abs(v - r) for v, r in zip(report.json["vm"].values(), ref["Vm"])) <= 1e-8

@@ -5,10 +5,13 @@ import json
 
 import numpy as np
 import pytest
+from scipy.optimize import brentq
 
+import solvers
 from scenarios import thermal as th
 
 SIGMA = th.STEFAN_BOLTZMANN
+NEWTON = solvers.Newton()  # compiles faster than the default polyalgorithm
 
 
 def _plates(t1, t2, e1, e2, area, heater=None):
@@ -26,7 +29,7 @@ def _plates(t1, t2, e1, e2, area, heater=None):
 
 def test_two_fixed_parallel_plates_exchange_the_closed_form_heat():
     t1, t2, e1, e2, area = 500.0, 300.0, 0.8, 0.6, 2.0
-    result = th.solve_thermal(_plates(t1, t2, e1, e2, area))
+    result = th.solve_thermal(_plates(t1, t2, e1, e2, area), solver=NEWTON)
     q = SIGMA * area * (t1 ** 4 - t2 ** 4) / (1 / e1 + 1 / e2 - 1)
     assert bool(result.solution.converged)
     assert result.heat_flow("gap") == pytest.approx(q, rel=1e-12)
@@ -36,7 +39,7 @@ def test_two_fixed_parallel_plates_exchange_the_closed_form_heat():
 
 def test_heated_plate_reaches_the_closed_form_temperature():
     t2, e1, e2, area, heat = 300.0, 0.9, 0.3, 1.5, 400.0
-    result = th.solve_thermal(_plates(300.0, t2, e1, e2, area, heater=heat))
+    result = th.solve_thermal(_plates(300.0, t2, e1, e2, area, heater=heat), solver=NEWTON)
     t1 = (t2 ** 4 + heat * (1 / e1 + 1 / e2 - 1) / (SIGMA * area)) ** 0.25
     assert result.temperature("p1") == pytest.approx(t1, rel=1e-12)
     assert result.heat_flow("gap") == pytest.approx(heat, rel=1e-10)
@@ -49,7 +52,7 @@ def test_n_radiation_shields_divide_the_exchange_by_n_plus_one():
     rad = {f"r{k}": (names[k], names[k + 1], 1.0, (e, e)) for k in range(n + 1)}
     net = th.build_thermal(names, radiation=rad,
                            fixed={"hot": ("p1", t1), "cold": ("p2", t2)})
-    result = th.solve_thermal(net)
+    result = th.solve_thermal(net, solver=NEWTON)
     q = SIGMA * (t1 ** 4 - t2 ** 4) / ((n + 1) * (2 / e - 1))
     for k in range(n + 1):
         assert result.heat_flow(f"r{k}") == pytest.approx(q, rel=1e-10)
@@ -57,6 +60,21 @@ def test_n_radiation_shields_divide_the_exchange_by_n_plus_one():
     t4 = np.array([result.temperature(name) ** 4 for name in names])
     np.testing.assert_allclose(np.diff(t4), np.full(n + 1, (t2 ** 4 - t1 ** 4) / (n + 1)),
                                rtol=1e-9)
+
+
+def test_stiff_network_far_from_the_start_converges_with_newton():
+    # 1e4 W/K links and a 3000 K boundary, started at 300 K: the fixed-temperature equations
+    # are weighted like heat flows, so Newton's line search is not stalled by mixed units
+    g, t_a, t_c = 1e4, 3000.0, 4.0
+    net = th.build_thermal(["a", "b", "c"], conduction={"ab": ("a", "b", g), "bc": ("b", "c", g)},
+                           radiation={"r": ("b", "c", 2.0, (0.9, 0.9))},
+                           fixed={"hot": ("a", t_a), "cold": ("c", t_c)})
+    result = th.solve_thermal(net, solver=NEWTON)
+    assert bool(result.solution.converged) and int(result.solution.iterations) < 10
+    f_eff = 1 / (2 / 0.9 - 1)
+    t_b = brentq(lambda t: g * (t_a - t) - g * (t - t_c) - SIGMA * f_eff * 2.0 * (t ** 4 - t_c ** 4),
+                 t_c, t_a, xtol=1e-13)
+    assert result.temperature("b") == pytest.approx(t_b, rel=1e-12)
 
 
 def test_grey_body_factor_for_enclosed_surfaces():
@@ -88,7 +106,7 @@ def _random_network(seed: int, n: int = 12):
 
 def test_random_network_balances_energy_globally_and_at_every_node():
     net, conduction, radiation, loads = _random_network(seed=7)
-    result = th.solve_thermal(net)
+    result = th.solve_thermal(net)  # the default polyalgorithm
     assert bool(result.solution.converged)
     temps = {n: result.temperature(n) for n in net.node_names}
     total = sum(abs(q) for _, q in loads.values()) + sum(abs(result.boundary_heat(b))
@@ -115,7 +133,8 @@ def test_random_network_balances_energy_globally_and_at_every_node():
 def test_sweep_of_the_heater_matches_the_closed_form_at_every_point():
     t2, e1, e2, area = 300.0, 0.9, 0.3, 1.5
     heats = np.linspace(0.0, 800.0, 9)
-    sweep = th.sweep_thermal(_plates(300.0, t2, e1, e2, area, heater=1.0), "heater", heats)
+    sweep = th.sweep_thermal(_plates(300.0, t2, e1, e2, area, heater=1.0), "heater", heats,
+                             solver=NEWTON)
     expected = (t2 ** 4 + heats * (1 / e1 + 1 / e2 - 1) / (SIGMA * area)) ** 0.25
     assert sweep.converged
     np.testing.assert_allclose(sweep.temperature("p1"), expected, rtol=1e-12)

@@ -9,7 +9,7 @@ import nonlinear_problems as nlp
 import solvers
 
 TIGHT = solvers.Newton(atol=1e-13, rtol=1e-14, max_steps=100)
-CASES = ["rosenbrock", "powell_badly_scaled", "hammarling_2x2", "dennis_schnabel",
+CASES = ["rosenbrock", "powell_badly_scaled", "dennis_schnabel",
          "freudenstein_roth", "chandrasekhar"]
 
 

@@ -238,3 +238,11 @@ def test_hand_built_islands_are_named_by_the_system_checks() -> None:
                                 "p4": pipe(r, j)}, {})
     message = solvers.System.build(loop).diagnose()  # a loop island: numerically singular
     assert message and ".junctions['a'], .junctions['b'], .junctions['d']" in message
+
+
+def test_command_line_entry_solves_the_shipped_example() -> None:
+    from scenarios.water import run
+    report = run()  # Net1 with EPANET's constants
+    assert report.converged and report.scenario == "water"
+    ref = json.loads((DATA / "Net1.json").read_text())["solution_epanet"]
+    assert max(abs(report.json["heads"][n] - h) for n, h in ref["head"].items()) <= 1e-6

@@ -22,9 +22,10 @@ from ._spice_reader import read_netlist
 from ._topology import CircuitError, FloatingNodeError, VoltageLoopError
 
 __all__ = [
-    "ATOL", "EXAMPLE", "Circuit", "CircuitError", "CircuitResult", "CircuitSweep", "CurrentSource",
-    "DCSweep", "Diode", "DiodeModel", "FloatingNodeError", "FormatError", "GROUND", "Netlist",
-    "OperatingPoint", "RTOL", "Resistor", "VoltageLoopError", "VoltageSource", "build_circuit",
-    "default_solver", "diode_ladder_netlist", "diode_ladder_spice", "elements", "format_spice_number", "grid_netlist", "grid_spice", "parse_spice_number",
-    "read_netlist", "run", "solve_circuit", "source_path", "sweep_circuit", "thermal_voltage",
+    "ATOL", "Circuit", "CircuitError", "CircuitResult", "CircuitSweep", "CurrentSource",
+    "DCSweep", "Diode", "DiodeModel", "EXAMPLE", "FloatingNodeError", "FormatError", "GROUND",
+    "Netlist", "OperatingPoint", "RTOL", "Resistor", "VoltageLoopError", "VoltageSource",
+    "build_circuit", "default_solver", "diode_ladder_netlist", "diode_ladder_spice", "elements",
+    "format_spice_number", "grid_netlist", "grid_spice", "parse_spice_number", "read_netlist",
+    "run", "solve_circuit", "source_path", "sweep_circuit", "thermal_voltage",
 ]

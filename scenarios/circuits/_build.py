@@ -17,7 +17,7 @@ from ._netlist import CurrentSource as CurrentSourceCard
 from ._netlist import Diode as DiodeCard
 from ._netlist import Resistor as ResistorCard
 from ._netlist import VoltageSource as VoltageSourceCard
-from ._topology import check_topology
+from ._topology import CircuitError, check_topology
 
 __all__ = ["build_circuit", "thermal_voltage", "K_BOLTZMANN", "Q_CHARGE", "GMIN_DEFAULT"]
 
@@ -41,7 +41,7 @@ def build_circuit(netlist: Netlist, *, gmin: float | None = None) -> Circuit:
     """
     check_topology(netlist)
     _check_temperature(netlist)
-    gmin = float(netlist.options.get("gmin", GMIN_DEFAULT) if gmin is None else gmin)
+    gmin = _gmin(netlist.options.get("gmin", GMIN_DEFAULT) if gmin is None else gmin)
     ground, physics = Ground(), Physics(thermal_voltage(netlist.temperature), gmin)
     nodes = {name: Node() for name in netlist.nodes}
     node = lambda name: ground if name == GROUND else nodes[name]  # noqa: E731
@@ -77,6 +77,13 @@ def _model(netlist: Netlist, name: str) -> DiodeModel:
     return DiodeModel(float(card.IS), float(card.N))
 
 
+def _gmin(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise _error(f".options gmin={value!r} is not usable", "give a conductance >= 0 in "
+                     "siemens, e.g. gmin=1e-12 (ngspice's default)")
+    return float(value)
+
+
 def _resistance(name: str, value: float) -> float:
     if value == 0.0 or not math.isfinite(value):
         raise _error(f"{name}: resistance {value!r} ohm is not usable",
@@ -92,7 +99,5 @@ def _check_temperature(netlist: Netlist) -> None:
                      "simulate at TNOM (.temp 27) or give parameters measured at that temperature")
 
 
-def _error(problem: str, hint: str):
-    from ._topology import CircuitError
-
+def _error(problem: str, hint: str) -> CircuitError:
     return CircuitError(f"{problem}. {hint[:1].upper() + hint[1:]}.")

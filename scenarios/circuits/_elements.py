@@ -136,7 +136,8 @@ class Diode(sg.ReffableTreeNode):
         return _kcl(((self.a, i), (self.b, -i)))
 
     def step_limit(self, new):
-        """The fraction of the Newton step that ``pnjlim`` lets this junction take."""
+        """The fraction of the Newton step that ``pnjlim`` lets this junction take (the solver
+        scales the whole step by the smallest fraction; SPICE limits each junction alone)."""
         vte = self._vte()
         vcrit = vte * jnp.log(vte / (math.sqrt(2.0) * self.model.i_s * self.area))
         v_old, v_new = self.voltage(), new.voltage()

@@ -1,8 +1,10 @@
 """Generated circuits for scale tests and benchmarks, as :class:`Netlist` objects or SPICE text.
 
 * :func:`grid_netlist`: a k x k grid of resistors with a diode from every node to ground,
-  driven by voltage sources (each through one resistor) at two opposite corners (issue 4's ngspice anchor: k = 100 is
-  about 30 000 elements, k = 180 about 97 000).
+  driven by voltage sources (each through one resistor) at two opposite corners (issue 4's
+  ngspice anchor: k = 100 is about 30 000 elements, k = 180 about 97 000). The series
+  resistor keeps a diode from sitting directly across a source, where SPICE's law would
+  give ~1e70 A.
 * :func:`diode_ladder_netlist`: an n-node ladder, a source driving a chain of series
   resistors with a diode from every other node to ground (a tridiagonal Jacobian).
 """
@@ -41,7 +43,8 @@ def grid_netlist(k: int, *, r: float = 100.0, v1: float = 5.0, v2: float = 3.0,
     """k x k nodes ``n{row}_{col}``; resistors between neighbours (``r`` ohm, or log-uniform
     within a factor ``spread`` for a ``seed``); a diode from every node to ground; ``V1`` drives
     ``n0_0`` and ``V2`` the opposite corner, each through a resistor ``r`` (nodes ``s1``,
-    ``s2``). ``tight``: the validation decks' .options; ``sweep``: ``(start, stop, step)`` of a ``.dc V1`` analysis."""
+    ``s2``). ``tight``: the validation decks' .options; ``sweep``: ``(start, stop, step)``
+    of a ``.dc V1`` analysis."""
     if k < 2:
         raise ValueError(f"grid_netlist needs k >= 2 (two distinct corners), got k={k}")
     name = lambda i, j: f"n{i}_{j}"  # noqa: E731

@@ -89,6 +89,9 @@ def sweep_circuit(circuit: CircuitInput, source: str | None = None, values=None,
     ``chunk`` points at a time if given, with a progress bar if ``progress``), each from 0 V.
     Without ``source``/``values`` the netlist's ``.dc`` analysis is used."""
     if source is None or values is None:
+        if isinstance(circuit, Circuit):
+            raise ValueError("a Circuit graph has no .dc analysis; give the source name and "
+                             "the values to sweep (or pass the Netlist)")
         netlist = circuit if isinstance(circuit, Netlist) else read_netlist(circuit)
         dc = next((a for a in netlist.analyses if isinstance(a, DCSweep)), None)
         if dc is None:

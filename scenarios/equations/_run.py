@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .._cli_report import Report, SweepSpec, solve_status, solver_name
+from .._cli_report import Report, SweepSpec, quick_solve, solve_status, solver_name
 from ._build import read_equations
 from ._solve import sensitivities, solve_equations, sweep_equations
 
@@ -21,18 +21,21 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
 
     Without a sweep the table shows each x with its derivative with respect to its provider's
     slope (computed through the solve with ``jax.jacrev``).
+
+    ``solver``: a method object; by default Newton, and ``solvers.Default()`` only if Newton
+    fails (see :func:`scenarios._cli_report.quick_solve`).
     """
     graph = read_equations(input or EXAMPLE)
     if sweep is not None:
         return _sweep_report(graph, sweep, solver, progress)
-    result = solve_equations(graph, solver=solver)
+    result, method = quick_solve(lambda m: solve_equations(graph, solver=m), solver)
     rows = [(f"x[{name}]", result.x(name), "") for name in graph.equation_names]
     doc = result.to_json()
-    grads = sensitivities(graph, solver=solver)
+    grads = sensitivities(graph, solver=method)
     doc["dx_dm"] = {e: grads[_provider_of(graph, e)][e] for e in graph.equation_names}
     rows += [(f"dx[{e}]/d{_provider_of(graph, e)}", v, "") for e, v in doc["dx_dm"].items()]
     conv, iters, norm = solve_status(result.solution)
-    return Report("equations", solver_name(solver), conv, iters, norm, rows, doc,
+    return Report("equations", solver_name(method), conv, iters, norm, rows, doc,
                   title="m * x = c with shared slopes (x = c/m, dx/dm = -c/m^2)")
 
 
@@ -42,7 +45,8 @@ def _provider_of(graph, equation: str) -> str:
 
 
 def _sweep_report(graph, sweep: SweepSpec, solver, progress) -> Report:
-    result = sweep_equations(graph, sweep.param, sweep.values, solver=solver, progress=progress)
+    result, method = quick_solve(lambda m: sweep_equations(graph, sweep.param, sweep.values,
+                                                           solver=m, progress=progress), solver)
     doc = result.to_json()
     rows = [(f"x[{n}] at {sweep.param}={sweep.values[0]:.4g}..{sweep.values[-1]:.4g}",
              f"{result.x(n)[0]:.6g} .. {result.x(n)[-1]:.6g}", "") for n in graph.equation_names]
@@ -56,6 +60,6 @@ def _sweep_report(graph, sweep: SweepSpec, solver, progress) -> Report:
         ax.set_title(f"solutions over a sweep of {sweep.param} ({len(result.values)} points)")
         ax.legend()
 
-    return Report("equations", solver_name(solver), doc["converged"], doc["iterations"],
+    return Report("equations", solver_name(method), doc["converged"], doc["iterations"],
                   doc["residual_norm"], rows, doc, draw,
                   title=f"m * x = c, batched sweep of {sweep.param}")

@@ -13,8 +13,9 @@ from ._elements import PowerGraph
 from ._matpower import read_matpower
 from ._model import (DEFAULT_METHOD, SWEEP_PARAMETERS, BusResult, PowerModel, PowerResult,
                      PowerSweep, build_powerflow)
+from ._run import EXAMPLE, read_case, run
 
-__all__ = ["BUS_TYPES", "Branch", "Bus", "BusResult", "DEFAULT_METHOD", "FormatError",
-           "Generator", "IslandError", "PowerCase", "PowerGraph", "PowerModel", "PowerResult",
-           "PowerSweep", "SWEEP_PARAMETERS", "build_powerflow", "elements", "read_case_json",
-           "read_matpower"]
+__all__ = ["BUS_TYPES", "Branch", "Bus", "BusResult", "DEFAULT_METHOD", "EXAMPLE",
+           "FormatError", "Generator", "IslandError", "PowerCase", "PowerGraph", "PowerModel",
+           "PowerResult", "PowerSweep", "SWEEP_PARAMETERS", "build_powerflow", "elements",
+           "read_case", "read_case_json", "read_matpower", "run"]

@@ -19,7 +19,7 @@ __all__ = ["BusResult", "PowerModel", "PowerResult", "PowerSweep", "build_powerf
 #: Full Newton in polar form, as PYPOWER, to max|F| = 1e-10 p.u. (the step that gets there
 #: lands near 1e-14; roundoff floors the mismatch of large cases near 1e-12), dense or sparse
 #: LU by size: a factory ``System -> method``. 4-5 steps from a flat start.
-DEFAULT_METHOD = newton(atol=1e-10, rtol=1e-12, max_steps=50)
+DEFAULT_METHOD = newton(atol=1e-10, rtol=1e-12, max_steps=50, atol32=1e-5)
 #: Sweep parameter names and the parameter each one sets.
 SWEEP_PARAMETERS = {"load_scale": ".loading.scale"}
 
@@ -41,12 +41,14 @@ class PowerModel:
         ``System -> method``; default :data:`DEFAULT_METHOD`."""
         return PowerResult(self, solve_graph(self.graph, method or DEFAULT_METHOD))
 
-    def sweep(self, values, parameter: str = "load_scale", method: Any = None) -> "PowerSweep":
+    def sweep(self, values, parameter: str = "load_scale", method: Any = None,
+              progress: bool | None = None) -> "PowerSweep":
         """One batched solve over ``values`` of ``parameter`` (a name in
         :data:`SWEEP_PARAMETERS` or a parameter key path such as ``".loads[5].p"``)."""
         where = SWEEP_PARAMETERS.get(parameter, parameter)
         values = np.asarray(values, dtype=np.float64)
-        solved = solve_graph_batch(self.graph, method or DEFAULT_METHOD, {where: values})
+        solved = solve_graph_batch(self.graph, method or DEFAULT_METHOD, {where: values},
+                                   progress)
         return PowerSweep(self, solved, parameter, values)
 
 
@@ -106,17 +108,20 @@ class PowerResult:
 
     def _compute(self) -> dict:
         g, case = self.solved.graph, self.model.case
-        ids = [b.id for b in case.buses]
-        vm = np.asarray([self._value(g.buses[i].vm) for i in ids])
-        va = np.asarray([self._value(g.buses[i].va) for i in ids])
-        s = _injections(case, vm, va, [self._value(br.tap) for br in g.branches],
-                        [self._value(br.shift) for br in g.branches])
-        scale = self._value(g.loading.scale)
+        col = lambda nodes, f: np.asarray([self._value(getattr(n, f)) for n in nodes])  # noqa
+        buses = [g.buses[b.id] for b in case.buses]
+        vm, va = col(buses, "vm"), col(buses, "va")
+        branches = {f: col(g.branches, f) for f in ("r", "x", "b", "tap", "shift")}
+        s = _injections(case, vm, va, branches)
+        load = {i: complex(self._value(d.p), self._value(d.q)) * self._value(d.loading.scale)
+                for i, d in g.loads.items()}
+        shunt = {i: complex(self._value(sh.g), -self._value(sh.b)) for i, sh in g.shunts.items()}
         out = {}
         for k, b in enumerate(case.buses):
-            p, q = float(s[k].real), float(s[k].imag)
-            out[b.id] = BusResult(b.id, b.type, float(vm[k]), float(va[k]), p, q,
-                                  p + scale * b.Pd, q + scale * b.Qd)
+            inj = s[k] + shunt.get(b.id, 0.0) * vm[k] ** 2
+            gen = inj + load.get(b.id, 0.0)
+            out[b.id] = BusResult(b.id, b.type, float(vm[k]), float(va[k]), inj.real, inj.imag,
+                                  gen.real, gen.imag)
         return out
 
     def vm(self) -> dict:
@@ -134,14 +139,13 @@ class PowerResult:
                 "residual_norm": self.residual_norm}
 
 
-def _injections(case: PowerCase, vm, va, taps, shifts) -> np.ndarray:
-    """``S = V .* conj(Ybus V)`` per bus (p.u.), from the branch model and the bus shunts."""
+def _injections(case: PowerCase, vm, va, branches: dict) -> np.ndarray:
+    """Complex power each bus sends into its branches (p.u.), from the branch model."""
     f = case.branch_array("from_index").astype(int)
     t = case.branch_array("to_index").astype(int)
     p_f, q_f, p_t, q_t = (np.asarray(a) for a in branch_power(
-        vm[f], va[f], vm[t], va[t], case.branch_array("r"), case.branch_array("x"),
-        case.branch_array("b"), np.asarray(taps, dtype=float), np.asarray(shifts, dtype=float)))
-    s = vm ** 2 * (case.bus_array("Gs") - 1j * case.bus_array("Bs"))
+        vm[f], va[f], vm[t], va[t], *(branches[k] for k in ("r", "x", "b", "tap", "shift"))))
+    s = np.zeros(len(case.buses), dtype=complex)
     np.add.at(s, f, p_f + 1j * q_f)
     np.add.at(s, t, p_t + 1j * q_t)
     return s

@@ -17,11 +17,12 @@ from __future__ import annotations
 import os
 from typing import Mapping, Sequence
 
+import jax
 import jax.numpy as jnp
 
 from .._spec_input import Spec
-from ._model import (Conduction, FixedTemperature, HeatLoad, Radiation, ThermalNetwork,
-                     ThermalNode)
+from ._model import (STEFAN_BOLTZMANN, Conduction, FixedTemperature, HeatLoad, Radiation,
+                     ThermalNetwork, ThermalNode, grey_body_factor)
 
 __all__ = ["build_thermal", "read_thermal"]
 
@@ -53,10 +54,23 @@ def build_thermal(nodes: Mapping[str, float] | Sequence[str], *,
     rads = [Radiation(node(r[0], f"radiation {n!r}"), node(r[1], f"radiation {n!r}"), f(r[2]),
                       f(r[3]), *map(f, r[4:6])) for n, r in dict(radiation).items()]
     bcs = [FixedTemperature(node(a, f"fixed {n!r}"), f(t)) for n, (a, t) in dict(fixed).items()]
+    scale = _conductance_scale(conds, rads, [b.T for b in bcs] + [n.T for n in made.values()])
+    bcs = [FixedTemperature(b.node, b.T, b.q, scale) for b in bcs]
     qs = [HeatLoad(node(a, f"load {n!r}"), f(q)) for n, (a, q) in dict(loads).items()]
     return ThermalNetwork(list(made.values()), conds, rads, bcs, qs, tuple(made),
                           tuple(dict(conduction)), tuple(dict(radiation)), tuple(dict(fixed)),
                           tuple(dict(loads)))
+
+
+def _conductance_scale(conds, rads, temperatures) -> jax.Array:
+    """Largest conductance (W/K) of the network, radiation linearised at the hottest given
+    temperature: the weight of the fixed-temperature equations (not physics, so no gradient)."""
+    t_max = jnp.max(jnp.stack([jnp.asarray(t, dtype=float) for t in temperatures]))
+    gs = [c.G for c in conds] + [4.0 * STEFAN_BOLTZMANN * t_max ** 3 * r.area
+                                  * grey_body_factor(r.emissivity, r.view_factor, r.area_ratio)
+                                  for r in rads]
+    largest = jnp.max(jnp.abs(jnp.stack(gs))) if gs else jnp.asarray(1.0)
+    return jax.lax.stop_gradient(jnp.where(largest > 0, largest, 1.0))
 
 
 def read_thermal(path_or_text: str | os.PathLike) -> ThermalNetwork:

@@ -76,14 +76,20 @@ class Radiation(sg.ReffableTreeNode):
 
 
 class FixedTemperature(sg.ReffableTreeNode):
-    """Holds ``node`` at ``T`` (K); the unknown ``q`` is the heat (W) it injects to do so."""
+    """Holds ``node`` at ``T`` (K); the unknown ``q`` is the heat (W) it injects to do so.
+
+    ``scale`` (W/K) multiplies the temperature equation so that its residual is a heat flow
+    like the balances'; line searches on ``||F||`` then weigh both alike (``build_thermal``
+    uses the network's largest conductance, radiative ones linearised).
+    """
 
     node: ThermalNode
     T: jax.Array
     q: jax.Array = sg.unknown(default=0.0)
+    scale: jax.Array = 1.0
 
     def residual(self):
-        return self.node.T - self.T
+        return self.scale * (self.node.T - self.T)
 
     def contributions(self):
         return ((self.node, -self.q),)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._cli_report import Report, SweepSpec, fmt, solver_name
+from .._cli_report import Report, SweepSpec, fmt, quick_solve, solver_name
 from ._build import read_truss
 from ._solve import solve_truss, sweep_truss
 
@@ -20,11 +20,15 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "truss" / "von_mises
 def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
         solver: Any = None, progress: bool | None = None) -> Report:
     """Solve the truss file (default: :data:`EXAMPLE`), or sweep a load factor (``P``) or a
-    prescribed support displacement (``SUPPORT.uy``) in batched solves."""
+    prescribed support displacement (``SUPPORT.uy``) in batched solves.
+
+    ``solver``: a method object; by default Newton, and ``solvers.Default()`` only if Newton
+    fails (see :func:`scenarios._cli_report.quick_solve`).
+    """
     truss = read_truss(input or EXAMPLE)
     if sweep is not None:
         return _sweep_report(truss, sweep, solver, progress)
-    result = solve_truss(truss, solver=solver)
+    result, method = quick_solve(lambda m: solve_truss(truss, solver=m), solver)
     doc = result.to_json()
     rows = ([(f"u[{n}]", v, "m") for n, v in doc["displacements"].items()]
             + [(f"N[{n}]", v, "N") for n, v in doc["axial_forces"].items()]
@@ -41,13 +45,14 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
         ax.set_xlabel("x (m)")
         ax.set_ylabel("y (m)")
 
-    return Report("truss", solver_name(solver), doc["converged"], doc["iterations"],
+    return Report("truss", solver_name(method), doc["converged"], doc["iterations"],
                   doc["residual_norm"], rows, doc, draw,
                   title="plane truss, exact large-displacement kinematics")
 
 
 def _sweep_report(truss, sweep: SweepSpec, solver, progress) -> Report:
-    result = sweep_truss(truss, sweep.param, sweep.values, solver=solver, progress=progress)
+    result, method = quick_solve(lambda m: sweep_truss(truss, sweep.param, sweep.values,
+                                                       solver=m, progress=progress), solver)
     doc = result.to_json()
     watched = _watched_node(truss, sweep.param)
     u = result.displacement(watched)
@@ -71,7 +76,7 @@ def _sweep_report(truss, sweep: SweepSpec, solver, progress) -> Report:
         ax.set_title("force-displacement curve (batched sweep)")
         ax.grid(True, alpha=0.3)
 
-    return Report("truss", solver_name(solver), doc["converged"], doc["iterations"],
+    return Report("truss", solver_name(method), doc["converged"], doc["iterations"],
                   doc["residual_norm"], rows, doc, draw, title=f"truss, batched sweep of {sweep.param}")
 
 

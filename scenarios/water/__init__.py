@@ -15,11 +15,12 @@ from ._inp_types import (Control, DemandCategory, Junction, Pipe, Pump, Reservoi
 from ._inp_units import EPANET_FLOW_PER_CFS, FLOW_UNITS, UnitSystem, power_curve_fit
 from ._model import (DEFAULT_METHOD, SWEEP_PARAMETERS, WaterModel, WaterResult, WaterSweep,
                      build_water)
+from ._run import EXAMPLE, run
 
 __all__ = [
-    "Control", "DEFAULT_METHOD", "DemandCategory", "EPANET_FLOW_PER_CFS", "FLOW_UNITS",
-    "FormatError", "Hydraulics", "IslandError", "Junction", "Pipe", "Pump", "Reservoir",
-    "SWEEP_PARAMETERS", "Tank", "UnitSystem", "WaterConstants", "WaterGraph", "WaterModel",
-    "WaterNetwork", "WaterResult", "WaterSweep", "build_water", "elements", "power_curve_fit",
-    "read_inp",
+    "Control", "DEFAULT_METHOD", "DemandCategory", "EPANET_FLOW_PER_CFS", "EXAMPLE",
+    "FLOW_UNITS", "FormatError", "Hydraulics", "IslandError", "Junction", "Pipe", "Pump",
+    "Reservoir", "SWEEP_PARAMETERS", "Tank", "UnitSystem", "WaterConstants", "WaterGraph",
+    "WaterModel", "WaterNetwork", "WaterResult", "WaterSweep", "build_water", "elements",
+    "power_curve_fit", "read_inp", "run",
 ]

@@ -73,9 +73,10 @@ class Tank(Node):
 
 
 def signed_power(q, r, n, slope):
-    """``r |q|^n sign(q)``, continued as the line ``slope * q`` where its gradient scale
-    ``r |q|^(n-1)`` falls below ``slope`` (EPANET's small-flow rule). Finite and continuous,
-    with a nonzero gradient at q = 0 when ``slope > 0``."""
+    """``r |q|^n sign(q)``, continued as the line ``slope * q`` where ``r |q|^(n-1)`` falls
+    below ``slope``: a continuous form of EPANET's small-flow rule (EPANET switches where
+    ``n r |q|^(n-1) < slope``, with a jump; the two laws differ by less than ``slope * |q|``,
+    about 1e-6 m per m3/s). Finite, with a nonzero gradient at q = 0 when ``slope > 0``."""
     a = jnp.abs(q)
     a_safe = jnp.where(a > 0, a, 1.0)
     steep = (a > 0) & (r * a_safe ** (n - 1.0) > slope)

@@ -60,13 +60,14 @@ class WaterModel:
         _warn_status(result.status_problems())
         return result
 
-    def sweep(self, values, parameter: str = "demand_multiplier",
-              method: Any = None) -> "WaterSweep":
+    def sweep(self, values, parameter: str = "demand_multiplier", method: Any = None,
+              progress: bool | None = None) -> "WaterSweep":
         """One batched solve over ``values`` of ``parameter`` (a name in
         :data:`SWEEP_PARAMETERS` or a key path such as ``".pipes['P3'].roughness"``)."""
         where = SWEEP_PARAMETERS.get(parameter, parameter)
         values = np.asarray(values, dtype=np.float64)
-        solved = solve_graph_batch(self.graph, method or DEFAULT_METHOD, {where: values})
+        solved = solve_graph_batch(self.graph, method or DEFAULT_METHOD, {where: values},
+                                   progress)
         sweep = WaterSweep(self, solved, parameter, values)
         _warn_status([f"member {i}: {p}" for i, m in enumerate(sweep) for p in m.status_problems()])
         return sweep
@@ -86,6 +87,9 @@ class WaterResult:
 
     def __init__(self, model: WaterModel, solved, index: int | None = None):
         self.model, self.solved, self.index = model, solved, index
+        g = solved.graph
+        self._nodes = {**g.junctions, **g.reservoirs, **g.tanks}
+        self._links = {**g.pipes, **g.pumps}
         self._demands: dict | None = None
 
     def _value(self, v) -> float:
@@ -109,20 +113,17 @@ class WaterResult:
 
     def head(self, node: str) -> float:
         """Hydraulic head (m) at a junction, reservoir or tank."""
-        g = self.solved.graph
-        return self._value(_lookup({**g.junctions, **g.reservoirs, **g.tanks}, node, "node").head)
+        return self._value(_lookup(self._nodes, node, "node").head)
 
     def pressure(self, node: str) -> float:
-        """Head minus elevation (m of water; 0 at reservoirs)."""
-        elevation = {**{j.name: j.elevation for j in self.model.network.junctions},
-                     **{t.name: t.elevation for t in self.model.network.tanks}}
-        return self.head(node) - elevation.get(node, self.head(node))
+        """Head minus elevation (m of water; 0 at reservoirs, as EPANET reports)."""
+        elevation = getattr(_lookup(self._nodes, node, "node"), "elevation", None)
+        return 0.0 if elevation is None else self.head(node) - self._value(elevation)
 
     def flow(self, link: str) -> float:
         """Flow (m3/s, positive from start to end) in a pipe or pump; 0 if closed at t = 0."""
-        g = self.solved.graph
-        if link in g.pipes or link in g.pumps:
-            return self._value({**g.pipes, **g.pumps}[link].flow)
+        if link in self._links:
+            return self._value(self._links[link].flow)
         _lookup({name: None for name in self.model.network.link_names}, link, "link")
         return 0.0
 

@@ -1,0 +1,112 @@
+"""Batched solves: chunking, per-member freezing, mixed batched/shared inputs, devices."""
+
+import json
+import os
+import subprocess
+import sys
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import solvers
+from solvers import RESULTS
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def cubic(x, p):
+    return x ** 3 + p["a"] * x - p["b"]
+
+
+def params(n):
+    return {"a": jnp.linspace(0.5, 2.0, n), "b": jnp.linspace(-3.0, 3.0, n)}
+
+
+def test_chunks_equal_one_vmap_and_compile_once():
+    p = params(11)
+    whole = solvers.solve_flat_batch(cubic, jnp.zeros(1), {k: v[:, None] for k, v in p.items()},
+                                     chunk_size=100)
+    chunked = solvers.solve_flat_batch(cubic, jnp.zeros(1),
+                                       {k: v[:, None] for k, v in p.items()}, chunk_size=4)
+    assert chunked.x.shape == (11, 1) and chunked.result.shape == (11,)
+    np.testing.assert_array_equal(chunked.x, whole.x)
+    np.testing.assert_array_equal(chunked.iterations, whole.iterations)
+    assert bool(jnp.all(chunked.converged))
+    np.testing.assert_allclose(cubic(chunked.x, {k: v[:, None] for k, v in p.items()}), 0,
+                               atol=1e-10)
+
+
+def test_each_member_stops_at_its_own_convergence():
+    # Member 0 converges at once, member 1 needs many steps: batching must not change
+    # either member's iterations, evaluations or answer.
+    starts = jnp.array([[2.0], [300.0]])
+    batch = solvers.solve_flat_batch(lambda x, p: x ** 2 - p, starts, jnp.array([4.0]),
+                                     params_axes=None, solver=solvers.Newton())
+    for i in range(2):
+        alone = solvers.solve_flat(lambda x, p: x ** 2 - p, starts[i], jnp.array([4.0]),
+                                   solver=solvers.Newton())
+        assert int(batch.iterations[i]) == int(alone.iterations)
+        assert int(batch.num_fev[i]) == int(alone.num_fev)
+        np.testing.assert_array_equal(batch.x[i], alone.x)
+    assert int(batch.iterations[0]) == 0 < int(batch.iterations[1])
+
+
+def test_prefix_params_axes_mix_batched_and_shared_leaves():
+    p = {"a": jnp.array([1.0]), "b": jnp.array([[0.0], [2.0], [10.0]])}
+    sol = solvers.solve_flat_batch(cubic, jnp.zeros(1), p, params_axes={"a": None, "b": 0})
+    np.testing.assert_allclose(sol.x[:, 0] ** 3 + sol.x[:, 0], [0.0, 2.0, 10.0], atol=1e-9)
+    with pytest.raises(ValueError, match="batch size"):
+        solvers.solve_flat_batch(cubic, jnp.zeros((2, 1)), p, params_axes={"a": None, "b": 0})
+
+
+def test_batch_inside_jit_is_a_plain_vmap():
+    p = {k: v[:, None] for k, v in params(5).items()}
+    inside = jax.jit(lambda q: solvers.solve_flat_batch(cubic, jnp.zeros(1), q).x)(p)
+    outside = solvers.solve_flat_batch(cubic, jnp.zeros(1), p).x
+    np.testing.assert_allclose(inside, outside, rtol=1e-14)
+
+
+def test_progress_bar_only_when_asked_or_on_a_terminal(capsys):
+    p = {k: v[:, None] for k, v in params(6).items()}
+    solvers.solve_flat_batch(cubic, jnp.zeros(1), p, chunk_size=2)
+    assert capsys.readouterr().err == ""  # stderr is not a terminal under pytest
+    solvers.solve_flat_batch(cubic, jnp.zeros(1), p, chunk_size=2, progress=True)
+    assert "3/3" in capsys.readouterr().err
+
+
+SHARDED = """
+import json, sys
+import jax
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+import solvers
+from solvers._batch import batch_devices
+p = {"a": jnp.linspace(0.5, 2.0, 10)[:, None], "b": jnp.linspace(-3.0, 3.0, 10)[:, None]}
+p["b"] = p["b"].at[3, 0].set(jnp.nan)
+fn = lambda x, q: x ** 3 + q["a"] * x - q["b"]
+sol = solvers.solve_flat_batch(fn, jnp.zeros(1), p, chunk_size=6)
+print(json.dumps({"devices": len(batch_devices()), "x": sol.x.tolist(),
+                  "result": sol.result.tolist(), "iterations": sol.iterations.tolist()}))
+"""
+
+
+def test_sharded_over_four_devices_equals_one_device():
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
+           "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", SHARDED], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    multi = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert multi["devices"] == 4
+    p = {"a": jnp.linspace(0.5, 2.0, 10)[:, None], "b": jnp.linspace(-3.0, 3.0, 10)[:, None]}
+    p["b"] = p["b"].at[3, 0].set(jnp.nan)
+    single = solvers.solve_flat_batch(cubic, jnp.zeros(1), p, chunk_size=6)
+    assert multi["result"] == single.result.tolist()
+    assert multi["result"][3] == int(RESULTS.nonfinite_input)
+    assert multi["iterations"] == single.iterations.tolist()
+    x_multi = np.array(multi["x"], dtype=float)
+    np.testing.assert_allclose(x_multi[np.arange(10) != 3], np.asarray(single.x)[np.arange(10) != 3],
+                               rtol=1e-13)

@@ -1,0 +1,113 @@
+"""Host SuperLU, preconditioned Krylov and the automatic choice among the sparse solvers."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from solvers._sparse import SparseHostLU, SparseLU, SparseOperator
+from solvers._sparse_auto import SparseAuto
+from solvers._sparse_krylov import SparseKrylov
+from solvers._sparse_lu import factor, triangular_solve
+from solvers._sparse_plan import build_plan
+from solvers._sparsity import SparsityPattern
+from sparse_cases import linear_fn, mna_matrix, pipe_network_matrix, random_matrix
+
+
+def _op(solver, rows, cols, vals, n):
+    return solver.linearize(linear_fn(rows, cols, n), jnp.zeros(n), jnp.asarray(vals))[1]
+
+
+KRYLOV = [
+    dict(method="gmres", preconditioner="ilu0"),
+    dict(method="bicgstab", preconditioner="ilu0"),
+    dict(method="gmres", preconditioner="jacobi"),
+    dict(method="bicgstab", preconditioner=None),
+]
+
+
+@pytest.mark.parametrize("make", [
+    lambda r, c, n: SparseHostLU(r, c, (n, n)),
+    *[lambda r, c, n, kw=kw: SparseKrylov(r, c, (n, n), **kw) for kw in KRYLOV],
+], ids=["host_lu"] + [f"{k['method']}-{k['preconditioner']}" for k in KRYLOV])
+@pytest.mark.parametrize("case", ["random", "mna"])
+def test_backends_match_dense_including_transpose_and_vmap(make, case):
+    if case == "random":
+        rows, cols, vals, dense = random_matrix(40, 0.08, seed=11, dominance=3.0)
+    else:
+        rows, cols, vals, dense = mna_matrix(30, 2, seed=12)
+    n = dense.shape[0]
+    solver = make(rows, cols, n)
+    if case == "mna" and getattr(solver, "preconditioner", "x") is None:
+        pytest.skip("unpreconditioned BiCGStab does not converge on MNA matrices")
+    op = _op(solver, rows, cols, vals, n)
+    rng = np.random.default_rng(0)
+    b = rng.normal(size=n)
+    np.testing.assert_allclose(jax.jit(solver.solve)(op, jnp.asarray(b)),
+                               np.linalg.solve(dense, b), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(solver.solve_transpose(op, jnp.asarray(b)),
+                               np.linalg.solve(dense.T, b), rtol=1e-7, atol=1e-9)
+    bs = rng.normal(size=(3, n))
+    data = jnp.stack([op.data, 2.0 * op.data, 0.5 * op.data])
+    xs = jax.vmap(solver.solve)(SparseOperator(data), jnp.asarray(bs))
+    for k, s in enumerate([1.0, 2.0, 0.5]):
+        np.testing.assert_allclose(xs[k], np.linalg.solve(s * dense, bs[k]), rtol=1e-7,
+                                   atol=1e-9)
+
+
+@pytest.mark.parametrize("make", [
+    lambda r, c, n: SparseHostLU(r, c, (n, n)),
+    lambda r, c, n: SparseKrylov(r, c, (n, n), maxiter=20),
+], ids=["host_lu", "krylov"])
+def test_backends_flag_singular_systems_with_nan(make):
+    a = np.array([[1.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, 1.0, 3.0]])
+    rows, cols = np.nonzero(np.ones_like(a))
+    solver = make(rows, cols, 3)
+    op = _op(solver, rows, cols, a[rows, cols], 3)
+    assert np.all(np.isnan(solver.solve(op, jnp.ones(3))))
+
+
+def test_ilu0_is_exact_when_the_multicolour_order_makes_no_fill():
+    """A star (hub plus leaves, leaves first) has no fill: ILU(0) is the exact LU."""
+    n = 30
+    hub = n - 1
+    rows = np.concatenate([np.arange(n), np.full(n - 1, hub), np.arange(n - 1)])
+    cols = np.concatenate([np.arange(n), np.arange(n - 1), np.full(n - 1, hub)])
+    rng = np.random.default_rng(3)
+    vals = np.concatenate([rng.uniform(5, 6, n) * n, rng.normal(size=2 * (n - 1))])
+    pattern = SparsityPattern(rows, cols, (n, n))
+    order = np.lexsort((cols, rows))  # values in pattern order
+    plan = build_plan(pattern, incomplete=True)
+    assert plan.n_levels == 2
+    v0 = jnp.concatenate([jnp.asarray(vals[order]), jnp.zeros(1)])[plan.slot_src]
+    lu = factor(plan, v0)
+    dense = np.zeros((n, n))
+    dense[rows, cols] = vals
+    b = rng.normal(size=n)
+    np.testing.assert_allclose(triangular_solve(plan, lu, jnp.asarray(b), False),
+                               np.linalg.solve(dense, b), rtol=1e-10)
+
+
+def test_ilu0_preconditioned_gmres_on_a_pipe_network():
+    rows, cols, vals, dense = pipe_network_matrix(6, seed=13)
+    n = dense.shape[0]
+    solver = SparseKrylov(rows, cols, (n, n), preconditioner="ilu0", rtol=1e-11)
+    op = _op(solver, rows, cols, vals, n)
+    b = np.ones(n)
+    np.testing.assert_allclose(solver.solve(op, jnp.asarray(b)), np.linalg.solve(dense, b),
+                               rtol=1e-7, atol=1e-9)
+
+
+def test_auto_picks_level_lu_for_small_fill_and_falls_back_otherwise():
+    rows, cols, vals, dense = mna_matrix(60, 2, seed=14)
+    n = dense.shape[0]
+    assert isinstance(SparseAuto(rows, cols, (n, n)).choice, SparseLU)
+    small_budget = SparseAuto(rows, cols, (n, n), max_products=10)
+    assert isinstance(small_budget.choice, SparseHostLU)
+    batched = SparseAuto(rows, cols, (n, n), max_products=10, batch_size=1000)
+    assert isinstance(batched.choice, SparseKrylov)
+    op = _op(small_budget, rows, cols, vals, n)
+    b = np.ones(n)
+    np.testing.assert_allclose(small_budget.solve(op, jnp.asarray(b)),
+                               np.linalg.solve(dense, b), rtol=1e-9)
+    assert small_budget != batched and "SparseAuto" in repr(batched)

@@ -1,0 +1,201 @@
+"""SparseLU (level-scheduled, static pivots) against dense solves: random, circuit (MNA) and
+pipe-network matrices, transposes, jit and vmap, supersets, singular detection, gradients."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from solvers._sparse import SparseLU, SparseOperator
+from solvers._sparse_plan import MAX_STAGES, build_plan
+from solvers._sparsity import SparsityError, SparsityPattern, compressed_index
+from sparse_cases import linear_fn, mna_matrix, pipe_network_matrix, random_matrix
+
+CASES = {
+    "random": lambda: random_matrix(60, 0.05, seed=1),
+    "random_dense_ish": lambda: random_matrix(25, 0.3, seed=2),
+    "mna": lambda: mna_matrix(40, 3, seed=3),
+    "mna_tree": lambda: mna_matrix(50, 1, seed=4, extra_edges=0),
+    "pipes": lambda: pipe_network_matrix(5, seed=5),
+}
+
+
+def _setup(case, **options):
+    rows, cols, vals, dense = CASES[case]()
+    n = dense.shape[0]
+    solver = SparseLU(rows, cols, (n, n), **options)
+    _, op = solver.linearize(linear_fn(rows, cols, n), jnp.zeros(n), jnp.asarray(vals))
+    return solver, op, dense
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_solve_and_transpose_match_dense(case):
+    solver, op, dense = _setup(case)
+    b = np.random.default_rng(0).normal(size=dense.shape[0])
+    np.testing.assert_allclose(solver.to_dense(op), dense, rtol=1e-14)
+    x = jax.jit(solver.solve)(op, jnp.asarray(b))
+    np.testing.assert_allclose(x, np.linalg.solve(dense, b), rtol=1e-9, atol=1e-11)
+    y = jax.jit(solver.solve_transpose)(op, jnp.asarray(b))
+    np.testing.assert_allclose(y, np.linalg.solve(dense.T, b), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(solver.matvec(op, jnp.asarray(b)), dense @ b, rtol=1e-12)
+    np.testing.assert_allclose(solver.rmatvec(op, jnp.asarray(b)), dense.T @ b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("pivoting", ["pairs", "matching"])
+def test_zero_diagonals_of_circuits_are_handled(pivoting):
+    rows, cols, vals, dense = mna_matrix(30, 4, seed=7)
+    assert np.sum(np.diag(dense) == 0) == 4
+    n = dense.shape[0]
+    solver = SparseLU(rows, cols, (n, n), pivoting=pivoting)
+    _, op = solver.linearize(linear_fn(rows, cols, n), jnp.zeros(n), jnp.asarray(vals))
+    b = np.arange(n, dtype=float)
+    np.testing.assert_allclose(solver.solve(op, jnp.asarray(b)), np.linalg.solve(dense, b),
+                               rtol=1e-9)
+
+
+def test_pipe_loops_need_paired_pivots_not_a_matching():
+    """A row matching puts +-1 incidence entries on the diagonal; around loops they cancel
+    to an exact zero pivot. Pairing each head with a pipe grown from the fixed heads does
+    not (the flow/head Jacobian of water networks)."""
+    solver, op, dense = _setup("pipes")
+    b = np.ones(dense.shape[0])
+    np.testing.assert_allclose(solver.solve(op, jnp.asarray(b)), np.linalg.solve(dense, b),
+                               rtol=1e-9)
+    assert not solver.plan.structurally_singular
+
+
+@pytest.mark.parametrize("case", ["mna", "pipes", "random"])
+def test_vmap_over_matrices_and_rhs_with_jit(case):
+    solver, op, dense = _setup(case)
+    n = dense.shape[0]
+    rng = np.random.default_rng(1)
+    scales = rng.uniform(0.5, 2.0, size=(300, 1))
+    data = jnp.asarray(scales) * op.data[None, :]  # each member: scale * A
+    bs = rng.normal(size=(300, n))
+    xs = jax.jit(jax.vmap(solver.solve))(SparseOperator(data), jnp.asarray(bs))
+    expect = np.linalg.solve(dense, bs.T).T / scales
+    np.testing.assert_allclose(xs, expect, rtol=1e-9, atol=1e-11)
+    ys = jax.jit(jax.vmap(solver.solve_transpose, in_axes=(None, 0)))(op, jnp.asarray(bs))
+    np.testing.assert_allclose(ys, np.linalg.solve(dense.T, bs.T).T, rtol=1e-9, atol=1e-11)
+
+
+def test_nested_vmap():
+    solver, op, dense = _setup("mna")
+    n = dense.shape[0]
+    s = jnp.asarray([[1.0, 2.0, 3.0], [0.5, 4.0, 8.0]])
+    b = jnp.asarray(np.random.default_rng(2).normal(size=n))
+    xs = jax.vmap(jax.vmap(lambda k: solver.solve(SparseOperator(k * op.data), b)))(s)
+    base = np.linalg.solve(dense, np.asarray(b))
+    np.testing.assert_allclose(xs, base[None, None, :] / np.asarray(s)[:, :, None], rtol=1e-9)
+
+
+def test_superset_pattern_with_explicit_zeros():
+    rows, cols, vals, dense = random_matrix(30, 0.08, seed=8)
+    n = dense.shape[0]
+    rng = np.random.default_rng(3)
+    extra_r, extra_c = rng.integers(0, n, 40), rng.integers(0, n, 40)
+    rows2 = np.concatenate([rows, extra_r])
+    cols2 = np.concatenate([cols, extra_c])
+    vals2 = np.concatenate([vals, np.zeros(40)])
+    solver = SparseLU(rows2, cols2, (n, n))
+    _, op = solver.linearize(linear_fn(rows2, cols2, n), jnp.zeros(n), jnp.asarray(vals2))
+    b = rng.normal(size=n)
+    np.testing.assert_allclose(solver.solve(op, jnp.asarray(b)), np.linalg.solve(dense, b),
+                               rtol=1e-9)
+
+
+def _solve_with(dense, b, **options):
+    rows, cols = np.nonzero(np.ones_like(dense))
+    n = dense.shape[0]
+    solver = SparseLU(rows, cols, (n, n), **options)
+    _, op = solver.linearize(linear_fn(rows, cols, n), jnp.zeros(n), jnp.asarray(dense[rows, cols]))
+    return np.asarray(solver.solve(op, jnp.asarray(b)))
+
+
+def test_singular_matrices_give_nan():
+    a = np.array([[1.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, 1.0, 3.0]])
+    assert np.all(np.isnan(_solve_with(a, np.ones(3))))
+    assert np.all(np.isnan(_solve_with(np.zeros((3, 3)), np.ones(3))))
+    ok = np.array([[4.0, 1.0, 0.0], [1.0, 4.0, 1.0], [0.0, 1.0, 4.0]])
+    assert np.all(np.isfinite(_solve_with(ok, np.ones(3))))
+
+
+def test_structurally_singular_pattern_gives_nan_not_an_error():
+    rows, cols = np.array([0, 1, 2, 2]), np.array([0, 0, 1, 2])  # column 1 vs 2 rows: no match
+    n = 3
+    solver = SparseLU(rows, cols, (n, n))
+    assert solver.plan.structurally_singular
+    _, op = solver.linearize(linear_fn(rows, cols, n), jnp.zeros(n), jnp.ones(4))
+    assert np.all(np.isnan(solver.solve(op, jnp.ones(n))))
+
+
+def test_singular_member_of_a_batch_is_flagged_alone():
+    solver, op, dense = _setup("mna")
+    data = jnp.stack([op.data, 0.0 * op.data, 2.0 * op.data])
+    b = jnp.ones(dense.shape[0])
+    xs = np.asarray(jax.vmap(solver.solve, in_axes=(0, None))(SparseOperator(data), b))
+    assert np.all(np.isfinite(xs[[0, 2]])) and np.all(np.isnan(xs[1]))
+
+
+def test_gradients_flow_to_the_matrix_and_rhs():
+    solver, op, dense = _setup("mna")
+    n, p = dense.shape[0], solver.pattern
+    rng = np.random.default_rng(4)
+    b, w = jnp.asarray(rng.normal(size=n)), jnp.asarray(rng.normal(size=n))
+    idx = jnp.asarray(compressed_index(p))
+
+    def sparse_loss(values, b):
+        data = jnp.zeros(op.data.shape).at[idx].set(values) if solver.compressed else values
+        return jnp.dot(w, solver.solve(SparseOperator(data), b))
+
+    def dense_loss(values, b):
+        return jnp.dot(w, jnp.linalg.solve(jnp.zeros(p.shape).at[p.rows, p.cols].set(values), b))
+
+    values = solver.values(op)
+    got = jax.grad(sparse_loss, argnums=(0, 1))(values, b)
+    want = jax.grad(dense_loss, argnums=(0, 1))(values, b)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-8, atol=1e-12)
+    dirs = (values * jnp.asarray(rng.normal(size=values.size)), w)  # forward mode too
+    np.testing.assert_allclose(jax.jvp(sparse_loss, (values, b), dirs)[1],
+                               jax.jvp(dense_loss, (values, b), dirs)[1], rtol=1e-8)
+
+
+def test_plan_is_shallow_for_ladders_and_bounded_in_stages():
+    n = 2001
+    main = np.arange(n)
+    rows = np.concatenate([main, main[1:], main[:-1]])
+    cols = np.concatenate([main, main[:-1], main[1:]])
+    plan = build_plan(SparsityPattern(rows, cols, (n, n)))
+    assert plan.n_levels <= 3 * np.log2(n)  # nested dissection of a path
+    assert plan.n_products <= 6 * n  # little fill
+    for stages in (plan.factor_stages, plan.down_stages, plan.up_stages):
+        assert len(stages) <= MAX_STAGES  # the traced program does not grow with n
+
+
+def test_non_square_pattern_is_refused_with_advice():
+    with pytest.raises(SparsityError, match="square"):
+        SparseLU([0, 1], [0, 1], (3, 2))
+    with pytest.raises(ValueError, match="pivoting"):
+        SparseLU([0], [0], (1, 1), pivoting="partial")
+
+
+def test_solvers_hash_by_pattern_and_options():
+    a = SparseLU([0, 1], [0, 1], (2, 2))
+    assert a == SparseLU(np.array([1, 0]), np.array([1, 0]), (2, 2)) and hash(a) == hash(
+        SparseLU([0, 1], [0, 1], (2, 2)))
+    assert a != SparseLU([0, 1], [0, 1], (2, 2), refine=2)
+    with pytest.raises(AttributeError, match="immutable"):
+        a.refine = 3
+
+
+def test_float32_solve():
+    rows, cols, vals, dense = mna_matrix(20, 2, seed=9)
+    n = dense.shape[0]
+    solver = SparseLU(rows, cols, (n, n))
+    _, op = solver.linearize(linear_fn(rows, cols, n), jnp.zeros(n, jnp.float32),
+                             jnp.asarray(vals, jnp.float32))
+    b = np.ones(n, np.float32)
+    x = solver.solve(op, jnp.asarray(b))
+    assert x.dtype == jnp.float32
+    np.testing.assert_allclose(x, np.linalg.solve(dense, b), rtol=2e-4)

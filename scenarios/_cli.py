@@ -145,6 +145,10 @@ def cmd_demo(args) -> int:
         except ScenarioUnavailable as err:
             print(f"   skipped: {err}")
             continue
+        except Exception as err:  # noqa: BLE001 -- one broken domain must not end the tour
+            print(f"   failed: {type(err).__name__}: {_one_line(err)}")
+            status = 1
+            continue
         print(report.table())
         if plotting and write_plot(report, out / f"{scenario.name}.png"):
             written.append(out / f"{scenario.name}.png")
@@ -173,8 +177,9 @@ def main(argv: list[str] | None = None) -> int:
         args = _parser().parse_args(argv)
         if args.command is None:
             raise UsageError("give a command: list, run NAME or demo")
-        return {"list": lambda: cmd_list(), "run": lambda: cmd_run(args),
-                "demo": lambda: cmd_demo(args)}[args.command]()
+        if args.command == "list":
+            return cmd_list()
+        return cmd_run(args) if args.command == "run" else cmd_demo(args)
     except (UsageError, FormatError, GraphError, ScenarioUnavailable, ValueError, OSError) as err:
         print(f"error: {_one_line(err)}", file=sys.stderr)
         return 2

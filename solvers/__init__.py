@@ -20,8 +20,16 @@ from ._solution import FlatSolution, SolveError
 from ._solve import solve_flat
 from ._trust_region import TrustRegion
 
-from ._graph import Solution, solve, solve_batch
-from ._model_errors import LoweringError, ModelError
+from ._graph import Solution, default_method, solve, solve_batch
+from ._model_errors import (
+    ContributionError,
+    EquationCountError,
+    LoweringError,
+    MethodError,
+    ModelError,
+    SingularComponentError,
+    StructurallySingularError,
+)
 from ._sparse import SparseHostLU, SparseLU
 from ._system import System
 
@@ -41,7 +49,13 @@ __all__ = [
     "LevenbergMarquardt",
     "Newton",
     "RESULTS",
+    "ContributionError",
+    "EquationCountError",
     "LoweringError",
+    "MethodError",
+    "SingularComponentError",
+    "StructurallySingularError",
+    "default_method",
     "ModelError",
     "Solution",
     "SolveError",

@@ -20,7 +20,7 @@ from ._method import AbstractRootMethod
 from ._polyalgorithm import Default
 from ._solution import FlatSolution
 from ._solve import solve_flat
-from ._sparse import SparseLU
+from ._sparse import SparseHostLU
 from ._system import System
 
 #: Systems with more unknowns than this get a sparse LU by default.
@@ -67,19 +67,28 @@ class Solution:
 
     flat: FlatSolution
     lowered: System
-    batch_params: Any = None  # the batched params of a solve_batch, else None
+    swept: tuple = ()  # solve_batch's batched values, in the order of `keys`
+    keys: tuple = ()   # solve_batch's parameter addresses (static)
 
     def tree_flatten(self):
-        return (self.flat, self.lowered, self.batch_params), None
+        return (self.flat, self.lowered, self.swept), self.keys
 
     @classmethod
-    def tree_unflatten(cls, _, children):
-        return cls(*children)
+    def tree_unflatten(cls, keys, children):
+        return cls(*children, keys=keys)
 
     @property
     def system(self) -> Any:
-        params = self.lowered.params if self.batch_params is None else self.batch_params
-        return self.lowered.to_graph(self.flat.x, params)
+        """The solved graph (batched leaves for a batch); built on access."""
+        return self.lowered.to_graph(self.flat.x, self.params)
+
+    @property
+    def params(self) -> Any:
+        """The parameters each member was solved with (batched only for a batch)."""
+        if not self.keys:
+            return self.lowered.params
+        base = self.lowered.params
+        return jax.vmap(lambda v: self.lowered.set_params(base, dict(zip(self.keys, v))))(self.swept)
 
     result = property(lambda self: self.flat.result)
     converged = property(lambda self: self.flat.converged)
@@ -105,14 +114,22 @@ class Solution:
         return self
 
 
-def default_method(system: System, solver: Optional[AbstractRootMethod]) -> AbstractRootMethod:
-    """The caller's method, or ``Default()`` with a linear solver suited to the size."""
+def default_method(system: System, solver: Optional[AbstractRootMethod] = None,
+                   **options: Any) -> AbstractRootMethod:
+    """The caller's method, or ``Default(**options)`` with a linear solver suited to the
+    system: dense LU up to ``DENSE_LIMIT`` unknowns, else the sparse back end chosen by
+    :func:`sparse_linear_solver` from the graph's Jacobian pattern."""
     if solver is not None:
         return solver
     if system.n <= DENSE_LIMIT or system.n != system.m:
-        return Default(linear_solver=DenseLU())
+        return Default(linear_solver=DenseLU(), **options)
+    return Default(linear_solver=sparse_linear_solver(system), **options)
+
+
+def sparse_linear_solver(system: System):
+    """Sparse LU from the graph's pattern (pivoting by value on the host)."""
     rows, cols, shape = system.sparsity()
-    return Default(linear_solver=SparseLU(rows, cols, shape))
+    return SparseHostLU(rows, cols, shape)
 
 
 def solve(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
@@ -125,7 +142,7 @@ def solve(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
     """
     system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
     method = default_method(system, solver)
-    step_limit = _StepLimit(system._s) if _has_step_limit(system) else None
+    step_limit = _StepLimit(system._s) if system.has_step_limit else None
     flat = solve_flat(_Residual(system._s), system.x0, system.params, solver=method,
                       step_limit=step_limit, throw=throw)
     return Solution(flat, system)
@@ -145,22 +162,16 @@ def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[Abstract
     keys = tuple(_normalise_key(k) for k in values)
     batched = tuple(jnp.asarray(v) for v in values.values())
     method = default_method(system, solver)
-    step_limit = _StepLimit(system._s, keys) if _has_step_limit(system) else None
+    step_limit = _StepLimit(system._s, keys) if system.has_step_limit else None
     kwargs = {} if chunk_size is None else {"chunk_size": chunk_size}
     flat = solve_flat_batch(
         _Residual(system._s, keys), system.x0 if x0 is None else x0, (system.params, batched),
         solver=method, step_limit=step_limit, params_axes=(None, 0), progress=progress,
         throw=throw, **kwargs)
-    params = jax.vmap(lambda v: system.set_params(system.params, dict(zip(keys, v))))(batched)
-    return Solution(flat, system, params)
+    return Solution(flat, system, batched, keys)
 
 
 def _normalise_key(key: Any) -> Any:
     if isinstance(key, str) and key and key[0] not in ".[":
         return "." + key
     return key
-
-
-def _has_step_limit(system: System) -> bool:
-    kinds = {type(node) for node in system._s.origin}
-    return any(callable(getattr(cls, "step_limit", None)) for cls in kinds)

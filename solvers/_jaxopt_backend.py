@@ -28,16 +28,22 @@ class _AbstractJaxopt(AbstractRootMethod):
     atol: float = 1e-10
     max_steps: int = 200
     linear_solver: AbstractLinearSolver = DenseLU()
-    options: tuple = ()  # extra keyword arguments for the jaxopt class, as (name, value)
+    options: tuple = ()  # (name, value) pairs passed to the jaxopt class, overriding ours
 
     def _make(self, fn):
         raise NotImplementedError
+
+    def _kwargs(self, **defaults):
+        """Keyword arguments for the jaxopt class: ours, overridden by ``options``."""
+        kwargs = dict(maxiter=self.max_steps, implicit_diff=False, **defaults)
+        kwargs.update(dict(self.options))
+        return kwargs
 
     def _counts(self, state):
         """(num_fev, num_jev) from jaxopt's state."""
         return state.iter_num + 1, state.iter_num
 
-    def _why(self, state, least_squares):
+    def _why(self, state):
         """Code when our residual check fails but jaxopt stopped before maxiter."""
         return code(RESULTS.local_minimum)
 
@@ -49,12 +55,12 @@ class _AbstractJaxopt(AbstractRootMethod):
         f = problem.fn(x, params)
         finite = jnp.all(jnp.isfinite(x)) & jnp.all(jnp.isfinite(f))
         root = finite & (max_abs(f) <= self.atol)
-        stopped_early = state.iter_num < self.max_steps
+        stopped_early = state.iter_num < dict(self.options).get("maxiter", self.max_steps)
         accepted = root | (least_squares & finite & stopped_early)
         result = jnp.where(
             accepted, code(RESULTS.successful),
             jnp.where(~finite, code(RESULTS.nonfinite_residual),
-                      jnp.where(stopped_early, self._why(state, least_squares),
+                      jnp.where(stopped_early, self._why(state),
                                 code(RESULTS.max_steps_reached))))
         failed_at_start = done0 & (result0 != int(RESULTS.successful))
         result = jnp.where(failed_at_start, result0, result)
@@ -71,13 +77,12 @@ class JaxoptBroyden(_AbstractJaxopt):
     def _make(self, fn):
         import jaxopt
 
-        return jaxopt.Broyden(fun=fn, maxiter=self.max_steps, tol=self.atol,
-                              implicit_diff=False, **dict(self.options))
+        return jaxopt.Broyden(fun=fn, **self._kwargs(tol=self.atol))
 
     def _counts(self, state):
         return state.num_fun_eval, jnp.zeros_like(state.iter_num)
 
-    def _why(self, state, least_squares):
+    def _why(self, state):
         return jnp.where(state.failed_linesearch, code(RESULTS.line_search_failed),
                          code(RESULTS.local_minimum))
 
@@ -89,9 +94,7 @@ class JaxoptGaussNewton(_AbstractJaxopt):
     def _make(self, fn):
         import jaxopt
 
-        return jaxopt.GaussNewton(residual_fun=fn, maxiter=self.max_steps,
-                                  tol=self.rtol, implicit_diff=False,
-                                  **dict(self.options))
+        return jaxopt.GaussNewton(residual_fun=fn, **self._kwargs(tol=self.rtol))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -112,10 +113,19 @@ def test_unavailable_scenario_and_missing_matplotlib(capsys, monkeypatch):
 def test_demo_tours_and_says_where_the_plots_went(capsys, monkeypatch, tmp_path):
     only = {k: _cli_domains.SCENARIOS[k] for k in ("truss",)}
     only["fake"] = Scenario("fake", "scenarios._errors", "not there", only["truss"].example, None)
+    broken = types.ModuleType("broken_domain")
+
+    def run(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    broken.run = run
+    monkeypatch.setitem(sys.modules, "broken_domain", broken)
+    only["broken"] = Scenario("broken", "broken_domain", "raises", only["truss"].example, None)
     monkeypatch.setattr(_cli, "SCENARIOS", only)
     code, out, _ = _run(capsys, "demo", "--out", str(tmp_path))
-    assert code == 0
+    assert code == 1  # the broken domain; the tour still went on
     assert "skipped: the fake scenario is not available yet" in out
+    assert "failed: RuntimeError: boom" in out
     assert f"plots written to {tmp_path}: truss.png" in out
     assert (tmp_path / "truss.png").stat().st_size > 1000
 

@@ -1,0 +1,128 @@
+"""Every method on every standard problem, from 1x, 10x and 100x the standard start.
+
+Problems of one size are solved in one batch (``lax.switch`` on a problem index, so each
+member evaluates exactly its own F) to keep compilations few. Every method must be honest
+(success only with max|F| <= 1e-8; a failure always carries a code and message); the
+default method must keep what it achieves (see docs/solver_robustness.md).
+"""
+
+import functools
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.optimize
+from jax import lax
+
+import nonlinear_problems as nlp
+import solvers
+from solvers import RESULTS
+
+METHODS = {
+    "Default": solvers.Default(),
+    "Newton": solvers.Newton(),
+    "TrustRegion": solvers.TrustRegion(),
+    "LevenbergMarquardt": solvers.LevenbergMarquardt(),
+    "Homotopy": solvers.Homotopy(),
+    "Newton+GMRES": solvers.Newton(linear_solver=solvers.GMRES()),
+    "JaxoptBroyden": solvers.JaxoptBroyden(),
+    "JaxoptGaussNewton": solvers.JaxoptGaussNewton(),
+    "JaxoptLM": solvers.JaxoptLevenbergMarquardt(),
+}
+# Runs (problem, start factor) the default method does not solve; see the robustness table.
+DEFAULT_MISSES = {("rosenbrock", 100.0), ("trigonometric", 10.0), ("trigonometric", 100.0)}
+# Regression floors: runs solved of 69 (measured counts minus a small margin for rounding).
+FLOORS = {"Default": 66, "Newton": 54, "TrustRegion": 52, "LevenbergMarquardt": 47,
+          "Homotopy": 40, "Newton+GMRES": 50, "JaxoptBroyden": 20, "JaxoptGaussNewton": 30,
+          "JaxoptLM": 30}
+TOL = 1e-8
+SIZES = sorted({len(p.x0) for p in nlp.PROBLEMS})
+
+
+def group(n):
+    return [p for p in nlp.PROBLEMS if len(p.x0) == n]
+
+
+@functools.lru_cache(maxsize=None)
+def group_run(method_name: str, n: int) -> dict:
+    """Solve every (problem of size n, start) with one method in one batch."""
+    probs = group(n)
+    branches = [functools.partial(lambda p, pr, x: p.fn(x, pr), p, nlp.params_of(p))
+                for p in probs]
+    fn = lambda x, pid: lax.switch(pid, branches, x)
+    pids = np.repeat(np.arange(len(probs)), len(nlp.FACTORS))
+    x0 = np.stack([nlp.start(p, k) for p in probs for k in nlp.FACTORS])
+    sol = solvers.solve_flat_batch(fn, jnp.asarray(x0), jnp.asarray(pids),
+                                   solver=METHODS[method_name])
+    out = {}
+    for i, p in enumerate(probs):
+        rows = slice(i * len(nlp.FACTORS), (i + 1) * len(nlp.FACTORS))
+        out[p.name] = jax.tree_util.tree_map(lambda a: np.asarray(a)[rows], sol)
+    return out
+
+
+def residual(problem, x):
+    return np.max(np.abs(nlp.numpy_fn(problem)(x)))
+
+
+def solved(problem, x) -> bool:
+    return bool(np.all(np.isfinite(x)) and residual(problem, x) <= TOL)
+
+
+@pytest.mark.parametrize("problem", nlp.PROBLEMS, ids=lambda p: f"{p.number:02d}-{p.name}")
+@pytest.mark.parametrize("method", list(METHODS))
+def test_method_is_honest_on_problem(method, problem):
+    sol = group_run(method, len(problem.x0))[problem.name]
+    for k, factor in enumerate(nlp.FACTORS):
+        x, result = sol.x[k], RESULTS(int(sol.result[k]))
+        if sol.converged[k]:
+            assert solved(problem, x), (method, factor, residual(problem, x))
+        else:
+            assert result is not RESULTS.successful
+            assert len(result.message) > 40
+        assert sol.num_fev[k] >= 1
+
+
+@pytest.mark.parametrize("problem", nlp.PROBLEMS, ids=lambda p: f"{p.number:02d}-{p.name}")
+def test_default_solves_what_it_solves(problem):
+    sol = group_run("Default", len(problem.x0))[problem.name]
+    for k, factor in enumerate(nlp.FACTORS):
+        if (problem.name, factor) in DEFAULT_MISSES:
+            continue
+        assert sol.converged[k] and solved(problem, sol.x[k]), (
+            f"{problem.name} from {factor}x: {RESULTS(int(sol.result[k])).name}, "
+            f"max|F| = {residual(problem, sol.x[k]):.3g}")
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_method_keeps_its_robustness(method):
+    count = sum(solved(p, x) for n in SIZES for p in group(n)
+                for x in group_run(method, n)[p.name].x)
+    assert count >= FLOORS[method]
+
+
+def scipy_root(problem):
+    params = nlp.params_of(problem)
+    jac = jax.jit(jax.jacfwd(problem.fn))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return scipy.optimize.root(nlp.numpy_fn(problem), problem.x0, method="hybr",
+                                   jac=lambda x: np.asarray(jac(jnp.asarray(x), params)))
+
+
+# Problems whose standard start leads scipy's hybr and our default to different roots.
+DIFFERENT_ROOTS = {"chebyquad", "sample_18", "freudenstein_roth", "hammarling_3x3"}
+
+
+@pytest.mark.parametrize("problem", nlp.PROBLEMS, ids=lambda p: f"{p.number:02d}-{p.name}")
+def test_default_agrees_with_scipy_hybr(problem):
+    ref = scipy_root(problem)
+    ours = group_run("Default", len(problem.x0))[problem.name].x[0]
+    if not solved(problem, ref.x):
+        pytest.skip(f"scipy hybr does not solve {problem.name} from its standard start")
+    assert solved(problem, ours)
+    if problem.name in DIFFERENT_ROOTS:
+        return
+    np.testing.assert_allclose(ours, ref.x, rtol=1e-6, atol=1e-7)

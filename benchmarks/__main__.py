@@ -21,7 +21,7 @@ from pathlib import Path
 import jax
 
 from . import _suite, _targets
-from ._report import Section, log, markdown_table, write_report
+from ._report import Section, log, markdown_table, render_section, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,10 +58,7 @@ def main(argv=None) -> int:
         log(f"[benchmarks] {name} ...")
         section = run_one(name, args.quick, args.out)
         log(f"[benchmarks] {name}: {'FAILED' if section.failed else 'done'} in {section.seconds:.0f} s")
-        print(f"\n## {section.title}\n")
-        print(markdown_table(section.rows, section.columns) if section.rows else section.intro)
-        for note in section.notes:
-            print(f"* {note}")
+        print("\n" + render_section(section), flush=True)
         sections.append(section)
     command = "python -m benchmarks" + (" --quick" if args.quick else "")
     summary = _targets.summary(sections)

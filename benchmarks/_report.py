@@ -29,6 +29,7 @@ class Section:
     columns: tuple = ()
     notes: list = dataclasses.field(default_factory=list)
     figures: list = dataclasses.field(default_factory=list)  # file names next to the report
+    tables: list = dataclasses.field(default_factory=list)  # more (caption, rows, columns)
     seconds: float = 0.0
     failed: bool = False
 
@@ -102,6 +103,8 @@ def render_section(section: Section) -> str:
     parts = [f"## {section.title}", "", section.intro.strip(), ""]
     if section.rows:
         parts += [markdown_table(section.rows, section.columns), ""]
+    for caption, rows, columns in section.tables:
+        parts += [f"**{caption}**", "", markdown_table(rows, columns), ""]
     for note in section.notes:
         parts.append(f"* {note}")
     if section.notes:

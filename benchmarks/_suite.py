@@ -90,24 +90,35 @@ def scale(quick: bool, out: Path) -> Section:
 
 
 def sparse_solve(quick: bool, out: Path) -> Section:
-    """Issue 4's solve-time ladder against scipy sparse, if its module exists yet."""
-    section = Section("sparse", "Sparse Newton solves against scipy sparse (issue 4)",
-                      "Time per Newton solve of generated networks against `scipy.optimize.root` "
-                      "with a sparse Jacobian, in the same run.")
-    module = None
-    for name in ("sparse_linear", "sparse_solve", "scale_solve"):
-        try:
-            module = importlib.import_module(f"benchmarks.{name}")
-            break
-        except ImportError:
-            continue
+    """Issue 4's sparse linear solvers (``benchmarks.sparse_linear``), if present."""
+    section = Section("sparse", "Sparse linear solvers for Newton (issue 4)",
+                      "Sparse Newton steps against dense LU and SciPy's SuperLU.")
+    try:
+        module = importlib.import_module("benchmarks.sparse_linear")
+    except ModuleNotFoundError as err:
+        if err.name != "benchmarks.sparse_linear":
+            raise
+        module = None
     if module is None or not callable(getattr(module, "run", None)):
-        section.notes.append("Not measured: no `benchmarks/sparse_linear.py` with a `run()` entry "
-                             "point exists yet.")
+        section.notes.append("Not measured: no `benchmarks/sparse_linear.py` with a `run()` "
+                             "entry point exists yet.")
         return section
-    kwargs = getattr(module, "QUICK", {}) if quick else {}
-    section.rows = module.run(**kwargs)
-    section.intro = (module.__doc__ or section.intro).strip()
+    tables = module.run(quick=quick)
+    section.intro = (module.__doc__ or section.intro).split("Run:")[0].strip()
+    columns = {"ladder": "LADDER_COLUMNS", "grid": "GRID_COLUMNS", "compile": "COMPILE_COLUMNS"}
+    for name, rows in tables.items():
+        section.tables.append((name, rows, tuple(getattr(module, columns.get(name, ""), ()))))
+    ladder = tables.get("ladder", [])
+    series = {}
+    for r in ladder:
+        xs, ys = series.setdefault(f"flat Newton + {r['solver']}", ([], []))
+        xs.append(r["B"])
+        ys.append(r["solves_per_s"])
+    if series:
+        _figure(section, out, "benchmarks_sparse_ladder.png", {"flat diode ladder": series},
+                "batch size B", "solves per second")
+    if quick:
+        section.notes.append("Quick mode: small ladders and grids.")
     return section
 
 

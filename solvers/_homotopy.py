@@ -139,7 +139,7 @@ class Homotopy(AbstractRootMethod):
     def _finish(self, s: _State, sol, ok, tracking, polishing, new) -> _State:
         steps = s.steps + 1
         lost = tracking & ((new["ds"] * jnp.max(jnp.abs(s.tau)) < 1e-12 * (1 + max_abs(s.z)))
-                           | (ok & (sol.x[-1] < -1.0)))
+                           | (ok & (sol.x[-1] < -1e6)))
         start_failed = (s.phase == _START) & ~ok
         polished = polishing & sol.converged
         gave_up = polishing & ~sol.converged & (new["polishes"] >= self.max_polishes)

@@ -104,6 +104,4 @@ class JaxoptLevenbergMarquardt(_AbstractJaxopt):
     def _make(self, fn):
         import jaxopt
 
-        return jaxopt.LevenbergMarquardt(residual_fun=fn, maxiter=self.max_steps,
-                                         tol=self.rtol, implicit_diff=False,
-                                         **dict(self.options))
+        return jaxopt.LevenbergMarquardt(residual_fun=fn, **self._kwargs(tol=1e-3 * self.atol))

@@ -153,18 +153,20 @@ class SparseLU(_AbstractSparseSolver):
     """Level-scheduled sparse LU with static pivoting and iterative refinement.
 
     Built from a `SparsityPattern` or ``(rows, cols, shape)`` of a square Jacobian. The
-    host analysis (matching for a nonzero diagonal, nested dissection, symbolic fill,
-    level schedule) runs once per pattern and is cached. Numeric work is a few gathers and
-    segment sums per elimination level (see `plan.n_levels`, `plan.n_products`). Static
-    pivots can be poor where a dynamic pivoting LU would swap rows: ``refine`` steps of
-    iterative refinement repair mild cases; a pivot below ``pivot_tol * eps`` times its
-    row's largest entry, or a backward error above ``backward_tol`` (default
-    ``sqrt(eps)``) after refinement, gives a NaN solution (reported as singular).
+    host analysis (zero diagonals paired with a partner or matched, nested dissection,
+    symbolic fill, level schedule) runs once per pattern and is cached; numeric work is a
+    few gathers and segment sums per elimination level (`plan.n_levels`, `n_products`).
+
+    Static pivots cannot adapt to the values. Where the element growth ``max|LU| / max|A|``
+    exceeds ``growth_limit`` the solve is checked: up to ``refine`` steps of iterative
+    refinement, then a backward error above ``backward_tol`` (default ``sqrt(eps)``) gives
+    NaN, as does a pivot below ``pivot_tol * eps * max|A|`` (reported as singular).
+    ``pivoting``: ``"pairs"`` or ``"matching"`` for zero diagonals (see `analyse`).
     """
 
     def __init__(self, rows, cols=None, shape=None, *, refine: int = 1,
                  pivot_tol: float = 16.0, backward_tol: float | None = None,
-                 leaf_size: int = 8, pivoting: str = "pairs"):
+                 growth_limit: float = 1e6, leaf_size: int = 8, pivoting: str = "pairs"):
         pattern = as_pattern(rows, cols, shape)
         if pattern.shape[0] != pattern.shape[1]:
             raise SparsityError(
@@ -174,12 +176,14 @@ class SparseLU(_AbstractSparseSolver):
         if pivoting not in ("pairs", "matching"):
             raise ValueError(f"pivoting must be 'pairs' or 'matching', got {pivoting!r}.")
         for name, val in [("pattern", pattern), ("refine", int(refine)), ("pivoting", pivoting),
+                          ("growth_limit", float(growth_limit)),
                           ("pivot_tol", float(pivot_tol)), ("leaf_size", int(leaf_size)),
                           ("backward_tol", None if backward_tol is None else float(backward_tol))]:
             object.__setattr__(self, name, val)
 
     def _options(self):
-        return (self.refine, self.pivot_tol, self.backward_tol, self.leaf_size, self.pivoting)
+        return (self.refine, self.pivot_tol, self.backward_tol, self.growth_limit,
+                self.leaf_size, self.pivoting)
 
     @property
     def plan(self) -> LUPlan:
@@ -192,7 +196,7 @@ class SparseLU(_AbstractSparseSolver):
             if tol is None:
                 tol = float(np.sqrt(np.finfo(data.dtype).eps))
             core = lu_solver(self.plan, self.compressed, transpose, self.refine,
-                             self.pivot_tol, tol)
+                             self.pivot_tol, tol, self.growth_limit)
             return core(data, b)
         return solve
 

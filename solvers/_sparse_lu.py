@@ -113,44 +113,57 @@ def _backward_error(plan, a, x, b, transpose):
     return r, jnp.max(jnp.abs(r), axis=0) / jnp.maximum(scale, tiny)
 
 
-def _solve_impl(plan, index, data, b, transpose, refine, pivot_tol, backward_tol):
-    """Factor, solve, refine while the backward error is above ~eps, then check."""
+def _solve_impl(plan, index, data, b, transpose, refine, pivot_tol, backward_tol,
+                growth_limit):
+    """Factor and solve; where the element growth is large (static pivots gone bad),
+    refine and check the backward error. Failed systems get NaN."""
     batch = data.shape[1:]
     d_ext = jnp.concatenate([data, jnp.zeros((1,) + batch, data.dtype)])
     src = np.concatenate([index, [data.shape[0]]])
     v = factor(plan, d_ext[src[plan.slot_src]])
-    a = d_ext[index]
     eps = jnp.finfo(data.dtype).eps
+    a_max = jnp.max(jnp.abs(data), axis=0)
+    pivot_ok = jnp.all(jnp.abs(v[plan.diag_slots]) > (pivot_tol * eps) * a_max[None], axis=0)
+    growth = jnp.max(jnp.abs(v), axis=0) / a_max
+    risky = jnp.any(~(growth <= growth_limit))  # NaN growth is risky too
 
-    def step(carry):
+    def residual(x):  # only where growth is large: the common path skips the matvec
+        return _backward_error(plan, d_ext[index], x, b, transpose)
+
+    def skip(x):
+        return jnp.zeros_like(b), jnp.zeros(batch, b.dtype)
+
+    def step(carry):  # one copy of the sweeps in the program: solve, then refinements
         k, x, r, _ = carry
         x = x + triangular_solve(plan, v, r, transpose)
-        return (k + 1, x) + _backward_error(plan, a, x, b, transpose)
+        return (k + 1, x) + lax.cond(risky, residual, skip, x)
 
-    def more(carry):  # first solve, then refine while the backward error is above ~eps
+    def more(carry):
         k, _, _, err = carry
-        return (k == 0) | ((k <= refine) & jnp.any(err > 8 * eps))
+        return (k == 0) | (risky & (k <= refine) & jnp.any(err > 8 * eps))
 
-    inf = jnp.full(b.shape[1:], jnp.inf, b.dtype)
-    _, x, _, err = lax.while_loop(more, step, (0, jnp.zeros_like(b), b, inf))
-    n = plan.row_perm.size
-    row_max = jax.ops.segment_max(jnp.abs(a), plan.a_slot_rows, num_segments=n)
-    ok = jnp.all(jnp.abs(v[plan.diag_slots]) > (pivot_tol * eps) * row_max, axis=0)
-    ok = ok & (err <= backward_tol) & jnp.all(jnp.isfinite(x), axis=0)
+    start = (0, jnp.zeros_like(b), b, jnp.zeros(batch, b.dtype))
+    _, x, _, err = lax.while_loop(more, step, start)
+    solved = ~(err > backward_tol)
+    ok = pivot_ok & solved & jnp.all(jnp.isfinite(x), axis=0)
     return jnp.where(ok[None], x, jnp.full((), jnp.nan, x.dtype))
 
 
 def chunk_size(plan: LUPlan) -> int:
-    """Systems per chunk under vmap on CPU: keeps a chunk's factors in ~1 MB of cache."""
+    """Systems per chunk under vmap on CPU (0: no chunking, on accelerators).
+
+    A chunk's factors take about 4 MB, so each level's gathers hit cache instead of
+    memory: 2x faster than one pass over a batch of 10 000 ladders (measured).
+    """
     if jax.default_backend() != "cpu":
         return 0
     per_system = 8 * (plan.n_values + 4 * plan.row_perm.size)
-    return int(2 ** np.clip(np.floor(np.log2(2 ** 20 / per_system)), 4, 10))
+    return int(2 ** np.clip(np.floor(np.log2(2 ** 22 / per_system)), 4, 10))
 
 
 @functools.lru_cache(maxsize=128)
 def lu_solver(plan: LUPlan, compressed: bool, transpose: bool, refine: int,
-              pivot_tol: float, backward_tol: float):
+              pivot_tol: float, backward_tol: float, growth_limit: float):
     """A ``(data, b) -> x`` function for this plan whose ``vmap`` uses the batch-last layout.
 
     ``data`` is the operator's array: pattern values, or the compressed ``J S`` when
@@ -160,7 +173,8 @@ def lu_solver(plan: LUPlan, compressed: bool, transpose: bool, refine: int,
     """
     index = compressed_index(plan.pattern) if compressed else np.arange(plan.pattern.nnz)
     impl = functools.partial(_solve_impl, plan, np.asarray(index, np.int64), transpose=transpose,
-                             refine=refine, pivot_tol=pivot_tol, backward_tol=backward_tol)
+                             refine=refine, pivot_tol=pivot_tol, backward_tol=backward_tol,
+                             growth_limit=growth_limit)
 
     @jax.custom_batching.custom_vmap
     def solve(data, b):

@@ -112,7 +112,7 @@ def scipy_loop(ladder: Ladder, volts: np.ndarray):
     vs, ok, iters = [], [], []
     for value in volts:
         sol = scipy.optimize.root(ladder.np_residual, x0, args=(float(value),), jac=ladder.np_jacobian,
-                                  method="lm", options={"xtol": 1e-10})
+                                  method="lm", options={"xtol": 1e-12})
         vs.append(sol.x[:ladder.n])
         ok.append(sol.success)
         iters.append(sol.nfev)
@@ -197,11 +197,11 @@ def jaxopt_gauss_newton(ladder: Ladder, atol: float, rtol: float, max_steps: int
     """``jaxopt.GaussNewton`` on the MNA residual (a Newton step for a square system)."""
     import jaxopt
 
-    solver = jaxopt.GaussNewton(residual_fun=ladder.residual, tol=atol, maxiter=max_steps)
+    solver = jaxopt.GaussNewton(residual_fun=ladder.residual, tol=rtol, maxiter=max_steps)
 
     def solve_one(volts):
         x0 = jnp.zeros(ladder.n + 1, jnp.result_type(float))
         x, state = solver.run(x0, volts)
-        return x[:ladder.n], state.error <= atol, state.iter_num
+        return x[:ladder.n], state.error <= rtol, state.iter_num
 
     return solve_one

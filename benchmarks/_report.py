@@ -118,7 +118,7 @@ def render_section(section: Section) -> str:
 def header(quick: bool, command: str) -> str:
     mach, vers = machine(), versions()
     when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    mode = "quick mode: small sizes, few repeats (a smoke test, not figures to quote)" \
+    mode = "quick mode: small sizes and few repeats, a smoke test, not figures to quote" \
         if quick else "full sizes"
     lines = [
         "# Benchmarks", "",

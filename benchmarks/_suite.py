@@ -48,15 +48,9 @@ def circuit(quick: bool, out: Path) -> Section:
         rows, circuit_batch.COLUMNS)
     section.notes += sorted({f"{r['method']}: {r['note']}" for r in rows
                              if str(r.get("note", "")).startswith("skipped")})
-    panels = {}
-    for n in sorted({r["nodes"] for r in rows}):
-        series = {}
-        for r in rows:
-            if r["nodes"] == n and r.get("solves_per_s"):
-                xs, ys = series.setdefault(r["method"], ([], []))
-                xs.append(r["B"])
-                ys.append(r["solves_per_s"])
-        panels[f"{n}-node diode ladder"] = series
+    panels = {f"{n}-node diode ladder": _series([r for r in rows if r["nodes"] == n],
+                                                 lambda r: r["method"], "B", "solves_per_s")
+              for n in sorted({r["nodes"] for r in rows})}
     _figure(section, out, "benchmarks_throughput.png", panels, "batch size B", "solves per second")
     return section
 
@@ -78,13 +72,9 @@ def scale(quick: bool, out: Path) -> Section:
     if quick:
         section.notes.append("Quick mode: small N and no object-by-object rows (their compile "
                              "alone takes tens of seconds).")
-    panels = {"compile time": {}, "residual evaluation": {}}
-    for r in rows:
-        label = f"{r['case']} ({r['evaluation']})"
-        for panel, key, factor in (("compile time", "compile_s", 1.0), ("residual evaluation", "run_ms", 1e-3)):
-            xs, ys = panels[panel].setdefault(label, ([], []))
-            xs.append(r["N"])
-            ys.append(r[key] * factor)
+    label = lambda r: f"{r['case']} ({r['evaluation']})"  # noqa: E731
+    panels = {"compile time": _series(rows, label, "N", "compile_s"),
+              "residual evaluation": _series(rows, label, "N", "run_ms", 1e-3)}
     _figure(section, out, "benchmarks_scale.png", panels, "network size N (graph nodes)", "seconds")
     return section
 
@@ -108,12 +98,8 @@ def sparse_solve(quick: bool, out: Path) -> Section:
     columns = {"ladder": "LADDER_COLUMNS", "grid": "GRID_COLUMNS", "compile": "COMPILE_COLUMNS"}
     for name, rows in tables.items():
         section.tables.append((name, rows, tuple(getattr(module, columns.get(name, ""), ()))))
-    ladder = tables.get("ladder", [])
-    series = {}
-    for r in ladder:
-        xs, ys = series.setdefault(f"flat Newton + {r['solver']}", ([], []))
-        xs.append(r["B"])
-        ys.append(r["solves_per_s"])
+    series = _series(tables.get("ladder", []), lambda r: f"flat Newton + {r['solver']}", "B",
+                     "solves_per_s")
     if series:
         _figure(section, out, "benchmarks_sparse_ladder.png", {"flat diode ladder": series},
                 "batch size B", "solves per second")
@@ -150,6 +136,17 @@ def robustness(quick: bool, out: Path) -> Section:
     if quick:
         section.notes.append("Quick mode: two problems, the default method and scipy hybr only.")
     return section
+
+
+def _series(rows: list[dict], label, x: str, y: str, factor: float = 1.0) -> dict:
+    """``{label(row): ([x], [y * factor])}`` over the rows that have a value for ``y``."""
+    series: dict = {}
+    for r in rows:
+        if r.get(y) is not None:
+            xs, ys = series.setdefault(label(r), ([], []))
+            xs.append(r[x])
+            ys.append(r[y] * factor)
+    return series
 
 
 def _figure(section: Section, out: Path, name: str, panels: dict, xlabel: str, ylabel: str) -> None:

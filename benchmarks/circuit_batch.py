@@ -6,17 +6,19 @@ GMIN = 1e-12 S) goes from every node k >= 2 to ground. Modified nodal analysis: 
 voltages plus the source current, n + 1 unknowns, all starting at 0. Each batch member has
 its own source voltage (B values evenly spaced in 0.5 ... 5 V).
 
-* ``simgraph``: ``solvers.solve_batch(circuit, {".vsources['V1'].value": V})`` on the
-  domain's own element classes (default method, tolerances 1e-10).
+* ``simgraph``: ``solvers.solve_batch(circuit, {".vsources['V1'].value": V}, method)`` on
+  the domain's own element classes, with the domain's method (``solvers.Default`` at
+  max|F| <= 1e-14 A or a 1e-12 relative step), in chunks of 1000 members; also from a
+  prebuilt ``System`` (the lowering reused).
 * ``scipy root``: ``scipy.optimize.root(method="lm")`` with an analytic Jacobian, one
   member at a time in a Python loop (scipy's default ``hybr`` fails from 0 V on most
-  members). For large B it solves an evenly spaced sample of the
-  members and extrapolates (the table says so).
+  members). For large B it solves an evenly spaced sample of the members and extrapolates
+  (the table says so).
 * ``optimistix``: ``optx.root_find(optx.Newton)`` under ``jax.vmap``, the same residual.
 * ``jaxopt``: ``jaxopt.GaussNewton`` under ``jax.vmap``, the same residual.
 * ``hand Newton``: a dense Newton in ``lax.while_loop`` with the diodes' ``pnjlim`` step
-  limit, under ``jax.vmap`` (what one would write by hand for this circuit: the practical
-  limit for a general dense method).
+  limit and simgraph's stopping test, under ``jax.vmap`` (what one would write by hand for
+  this circuit: the practical limit for a general dense method).
 * ``hand tridiag``: the same Newton on the reduced ladder (V1 eliminated) with a tridiagonal
   solve: a structure-specific reference (issue 4's 10 000 solves/s target).
 
@@ -38,8 +40,14 @@ import numpy as np
 from . import _circuit_peers as peers
 from ._timing import block
 
-ATOL = RTOL = 1e-10
 V_RANGE = (0.5, 5.0)
+#: The circuit domain's tolerances (``scenarios.circuits.ATOL``/``RTOL``): max|F| <= 1e-14 A or a
+#: Newton step below 1e-12 relative. A looser absolute residual test (1e-10 A) leaves far
+#: ladder nodes, whose conductance is near GMIN at low source voltage, ~1e-5 V off.
+ATOL, RTOL = 1e-14, 1e-12
+#: Members per chunk of ``solve_batch``: bounds memory (the default method's dense stages hold
+#: about 1.3 MB per member of the 100-node ladder, so B = 10 000 in one chunk needs > 13 GB).
+CHUNK = 1000
 
 
 def measure(fn, repeats: int, budget: float = 20.0, warmup: bool = True):
@@ -61,16 +69,18 @@ def simgraph_calls(n: int, volts: np.ndarray):
     """``solve_batch`` from the circuit graph (the ordinary path: lowering included) and from
     a prebuilt ``System``; plus ``answer(solution) -> (v[B, n], converged, iterations)``."""
     import solvers
-    from scenarios.circuits import build_circuit, source_path
+    from scenarios.circuits import build_circuit, default_solver, source_path
     from scenarios.circuits._generate import diode_ladder_netlist
 
     circuit = build_circuit(diode_ladder_netlist(n, tight=False))
     system = solvers.System.build(circuit)
     path, values = source_path(circuit, "V1"), jnp.asarray(volts)
     names = [str(k) for k in range(1, n + 1)]
+    method = default_solver()  # solvers.Default at ATOL, RTOL
 
     def solve(graph):
-        return lambda: block(solvers.solve_batch(graph, {path: values}, progress=False))
+        return lambda: block(solvers.solve_batch(graph, {path: values}, method, progress=False,
+                                                 chunk_size=CHUNK))
 
     def answer(sol):
         graph = sol.system
@@ -123,10 +133,12 @@ def run_case(n: int, batch: int, repeats: int = 3, scipy_sample: int = 300,
     ours, answer = simgraph_calls(n, volts)
     seconds, sol = measure(ours["simgraph"], repeats, budget)
     ref, rate = answer(sol), batch / seconds
-    rows = [_row(n, batch, "simgraph", seconds, batch, ref, None, rate, "solve_batch(graph, ...)")]
+    chunks = "" if batch <= CHUNK else f", chunks of {CHUNK}"
+    rows = [_row(n, batch, "simgraph", seconds, batch, ref, None, rate,
+                 f"solve_batch(graph, ...){chunks}")]
     seconds, sol = measure(ours["simgraph, System reused"], repeats, budget)
     rows.append(_row(n, batch, "simgraph, System reused", seconds, batch, answer(sol), ref[0], rate,
-                     "solve_batch(System.build(graph), ...)"))
+                     f"solve_batch(System.build(graph), ...){chunks}"))
     for name, call in peer_calls(ladder, volts).items():
         if isinstance(call, str):
             rows.append({"nodes": n, "B": batch, "method": name, "note": call})

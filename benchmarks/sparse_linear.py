@@ -20,7 +20,6 @@ import time
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from solvers._sparse import SparseHostLU, SparseLU
 from solvers._sparse_auto import SparseAuto

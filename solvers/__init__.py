@@ -31,6 +31,9 @@ from ._model_errors import (
     StructurallySingularError,
 )
 from ._sparse import SparseHostLU, SparseLU
+from ._sparse_auto import SparseAuto
+from ._sparse_krylov import SparseKrylov
+from ._sparsity import SparsityError, SparsityPattern
 from ._system import System
 
 __all__ = [
@@ -59,7 +62,11 @@ __all__ = [
     "ModelError",
     "Solution",
     "SolveError",
+    "SparseAuto",
     "SparseHostLU",
+    "SparseKrylov",
+    "SparsityError",
+    "SparsityPattern",
     "SparseLU",
     "System",
     "TrustRegion",

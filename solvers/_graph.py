@@ -21,10 +21,14 @@ from ._polyalgorithm import Default
 from ._solution import FlatSolution
 from ._solve import solve_flat
 from ._sparse import SparseHostLU
+from ._sparse_auto import SparseAuto
 from ._system import System
 
-#: Systems with more unknowns than this get a sparse LU by default.
+#: Single solves with more unknowns than this get a sparse LU by default.
 DENSE_LIMIT = 120
+#: Batched solves with more unknowns than this get a sparse LU by default (the dense LU's
+#: n^3 per member dominates a batch much earlier than a single solve).
+DENSE_LIMIT_BATCH = 24
 
 
 class _Residual:
@@ -114,22 +118,21 @@ class Solution:
         return self
 
 
-def default_method(system: System, solver: Optional[AbstractRootMethod] = None,
-                   **options: Any) -> AbstractRootMethod:
+def default_method(system: System, solver: Optional[AbstractRootMethod] = None, *,
+                   batch_size: Optional[int] = None, **options: Any) -> AbstractRootMethod:
     """The caller's method, or ``Default(**options)`` with a linear solver suited to the
-    system: dense LU up to ``DENSE_LIMIT`` unknowns, else the sparse back end chosen by
-    :func:`sparse_linear_solver` from the graph's Jacobian pattern."""
+    system: dense LU for small systems, else a sparse LU from the graph's Jacobian pattern
+    (scipy's pivoting LU on the host for single CPU solves; for batches the back end
+    ``SparseAuto`` picks, usually the in-JAX level-scheduled ``SparseLU``)."""
     if solver is not None:
         return solver
-    if system.n <= DENSE_LIMIT or system.n != system.m:
+    limit = DENSE_LIMIT if batch_size is None else DENSE_LIMIT_BATCH
+    if system.n <= limit or system.n != system.m:
         return Default(linear_solver=DenseLU(), **options)
-    return Default(linear_solver=sparse_linear_solver(system), **options)
-
-
-def sparse_linear_solver(system: System):
-    """Sparse LU from the graph's pattern (pivoting by value on the host)."""
     rows, cols, shape = system.sparsity()
-    return SparseHostLU(rows, cols, shape)
+    if batch_size is None and jax.default_backend() == "cpu":
+        return Default(linear_solver=SparseHostLU(rows, cols, shape), **options)
+    return Default(linear_solver=SparseAuto(rows, cols, shape, batch_size=batch_size), **options)
 
 
 def solve(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
@@ -161,7 +164,8 @@ def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[Abstract
     system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
     keys = tuple(_normalise_key(k) for k in values)
     batched = tuple(jnp.asarray(v) for v in values.values())
-    method = default_method(system, solver)
+    sizes = {int(v.shape[0]) for v in batched if v.ndim}
+    method = default_method(system, solver, batch_size=max(sizes, default=1))
     step_limit = _StepLimit(system._s, keys) if system.has_step_limit else None
     kwargs = {} if chunk_size is None else {"chunk_size": chunk_size}
     flat = solve_flat_batch(

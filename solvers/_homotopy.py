@@ -22,6 +22,7 @@ from jax import lax
 
 from ._method import AbstractRootMethod, FlatProblem, all_finite, code, freeze, max_abs
 from ._newton import Newton, check_square
+from ._path import Corrected, correct, tangent
 from ._result import RESULTS
 from ._solution import FlatSolution, make_solution
 
@@ -84,33 +85,22 @@ class Homotopy(AbstractRootMethod):
         return make_solution(x, state.result, state.steps, state.num_fev, state.num_jev,
                              max_abs(problem.fn(x, params)))
 
-    def _tangent(self, hfun, z, previous, aux):
-        """Unit null vector of dH/dz at z, oriented along ``previous``."""
-        ls = self.inner.linear_solver
-        bordered = lambda w, a: jnp.concatenate([hfun(w, a[0]), (a[1] @ w)[None]])
-        _, op = ls.linearize(bordered, z, (aux, previous))
-        v = ls.solve(op, jnp.zeros_like(z).at[-1].set(1.0))
-        norm = jnp.sqrt(jnp.sum(v * v))
-        ok = jnp.isfinite(norm) & (norm > 0)
-        return jnp.where(ok, v / jnp.where(ok, norm, 1.0), previous), ok
-
-    def _correct(self, problem, hfun, at, aux, z_pred, direction) -> FlatSolution:
+    def _correct(self, problem, hfun, at, aux, z_pred, direction) -> Corrected:
         """Newton on [H(w); direction . (w - z_pred)] = 0 from z_pred."""
-        corrector = dataclasses.replace(self.inner, max_steps=self.corrector_steps)
-        g = lambda w, a: jnp.concatenate([hfun(w, a[0]), (a[2] @ (w - a[1]))[None]])
         limit = None
         if problem.step_limit is not None:
-            limit = lambda w, dw, a: problem.step_limit(w[:-1], dw[:-1], at(a[0], w[-1]))
-        return corrector.run(FlatProblem(g, limit), z_pred, (aux, z_pred, direction),
-                             jnp.asarray(True))
+            limit = lambda w, dw: problem.step_limit(w[:-1], dw[:-1], at(aux, w[-1]))
+        return correct(self.inner, hfun, aux, z_pred, direction, self.corrector_steps,
+                       limit)
 
     def _advance(self, problem, hfun, at, aux, s: _State) -> _State:
         tracking = s.phase == _TRACK
         e_t = jnp.zeros_like(s.z).at[-1].set(1.0)
         z_pred = jnp.where(tracking, s.z + s.ds * s.tau, s.z)
         sol = self._correct(problem, hfun, at, aux, z_pred, jnp.where(tracking, s.tau, e_t))
-        w = sol.x
-        tau, tan_ok = self._tangent(hfun, w, jnp.where(tracking, s.tau, e_t), aux)
+        w = sol.z
+        tau, tan_ok = tangent(self.inner.linear_solver, hfun, w,
+                              jnp.where(tracking, s.tau, e_t), aux)
         turned = tau @ s.tau >= self.min_cosine
         ok = sol.converged & tan_ok & (turned | ~tracking)
         new = dict(z=jnp.where(ok, w, s.z), tau=jnp.where(ok, tau, s.tau), ds=s.ds,
@@ -139,7 +129,7 @@ class Homotopy(AbstractRootMethod):
     def _finish(self, s: _State, sol, ok, tracking, polishing, new) -> _State:
         steps = s.steps + 1
         lost = tracking & ((new["ds"] * jnp.max(jnp.abs(s.tau)) < 1e-12 * (1 + max_abs(s.z)))
-                           | (ok & (sol.x[-1] < -1e6)))
+                           | (ok & (sol.z[-1] < -1.0)))
         start_failed = (s.phase == _START) & ~ok
         polished = polishing & sol.converged
         gave_up = polishing & ~sol.converged & (new["polishes"] >= self.max_polishes)

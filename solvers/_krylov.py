@@ -6,7 +6,6 @@ import dataclasses
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import jax.scipy.sparse.linalg as jssl
 
 from ._linear import AbstractLinearSolver, Residual

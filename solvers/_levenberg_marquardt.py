@@ -17,7 +17,10 @@ from ._method import (AbstractRootMethod, FlatProblem, code, freeze, initial_che
 from ._result import RESULTS
 from ._solution import FlatSolution, make_solution
 
-_EPS = float(jnp.finfo(jnp.float64).eps)
+
+
+def _eps(x):
+    return float(jnp.finfo(x.dtype).eps)
 
 
 class _State(NamedTuple):
@@ -110,7 +113,7 @@ class LevenbergMarquardt(AbstractRootMethod):
         scale = jnp.maximum(s.scale, jnp.sqrt(jnp.sum(jac * jac, axis=0)))
         scale = jnp.where(scale > 0, scale, 1.0)
         u, sv, vt = jnp.linalg.svd(jac / scale[None, :], full_matrices=False)
-        cutoff = _EPS * max(jac.shape) * sv[0]
+        cutoff = _eps(s.x) * max(jac.shape) * sv[0]
         full_rank = (sv.shape[0] == s.x.shape[0]) & (sv[-1] > cutoff)
         return _Model(vt, sv, u.T @ s.f, scale, s.f, full_rank), jac, jac_ok
 
@@ -125,7 +128,8 @@ class LevenbergMarquardt(AbstractRootMethod):
             rho = (s.phi - phi) / jnp.where(pred > 0, pred, 1.0)
             ok = (pred > 0) & (rho > 1e-4) & jnp.isfinite(phi)
             lam = jnp.where(ok, c.lam * jnp.maximum(1 / 3, 1 - (2 * rho - 1) ** 3), c.lam * c.nu)
-            negligible = jnp.all(jnp.abs(p) <= 4 * _EPS * jnp.abs(s.x)) | (lam > 1e300)
+            negligible = jnp.all(jnp.abs(p) <= 4 * _eps(s.x) * jnp.abs(s.x)) | ~jnp.isfinite(
+                lam * 1e10)
             return _Inner(lam, jnp.where(ok, 2.0, 2 * c.nu), c.tries + 1, ok, negligible,
                           p, f, phi)
 
@@ -140,7 +144,7 @@ class LevenbergMarquardt(AbstractRootMethod):
     def _step(self, problem, params, s: _State, least_squares: bool) -> _State:
         model, jac, jac_ok = self._model(problem, params, s)
         lam0 = jnp.where(s.lam < 0, self.tau * model.s[0] ** 2, s.lam)
-        lam0 = jnp.maximum(lam0, _EPS * model.s[0] ** 2 + 1e-300)
+        lam0 = jnp.maximum(lam0, _eps(s.x) * model.s[0] ** 2 + jnp.finfo(s.x.dtype).tiny)
         inner = self._search(problem, params, s, model, lam0)
         moved = inner.accepted & jac_ok
         x = jnp.where(moved, s.x + inner.p, s.x)

@@ -10,7 +10,7 @@ works with every back end.
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import jax
 
@@ -47,6 +47,20 @@ class AbstractLinearSolver(abc.ABC):
         estimate it cheaply keep this default.
         """
         return jax.numpy.ones(())
+
+    def column_norms(self, operator: Any) -> Optional[jax.Array]:
+        """Euclidean norms of J's columns (variable scaling of trust-region methods), or
+        None when not cheap. This default forms J densely, so only up to 2000 unknowns;
+        sparse back ends may override it with a sum over their stored values."""
+        try:
+            shape = jax.eval_shape(self.to_dense, operator).shape
+        except NotImplementedError:
+            return None
+        if shape[1] > 2000:
+            return None
+        jac = self.to_dense(operator)
+        return jax.numpy.sqrt(jax.numpy.sum(jax.numpy.where(
+            jax.numpy.isfinite(jac), jac, 0.0) ** 2, axis=0))
 
     def to_dense(self, operator: Any) -> jax.Array:
         """Return J as a dense (m, n) matrix; for small systems, tests and least squares."""

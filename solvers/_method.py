@@ -91,7 +91,10 @@ def step_is_small(dx: jax.Array, x: jax.Array, rtol: float) -> jax.Array:
 
 
 def initial_checks(fn, x0, params, active, atol):
-    """Evaluate F(x0); return (x0 made finite, f0, code, done, converged)."""
+    """Evaluate F(x0); return (x0 with non-finite entries zeroed, F(x0), code, done).
+
+    The code is ``nonfinite_input`` / ``nonfinite_residual`` / ``successful``; ``done`` is
+    set for inactive members, failures, and a start that already satisfies ``atol``."""
     inputs_ok = jnp.all(jnp.isfinite(x0)) & all_finite(params)
     x0 = jnp.where(jnp.isfinite(x0), x0, 0.0)
     f0 = fn(x0, params)

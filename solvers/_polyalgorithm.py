@@ -7,16 +7,17 @@ from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from ._dense import DenseLU
 from ._homotopy import Homotopy
 from ._levenberg_marquardt import LevenbergMarquardt
 from ._linear import AbstractLinearSolver
-from ._method import AbstractRootMethod, FlatProblem
+from ._method import AbstractRootMethod, FlatProblem, code
 from ._newton import Newton
 from ._result import RESULTS
-from ._solution import FlatSolution
-from ._trust_region import TrustRegion
+from ._solution import FlatSolution, make_solution
+from ._trust_region import SCALINGS, TrustRegion
 
 
 def _better(new: FlatSolution, old: FlatSolution) -> jax.Array:
@@ -40,11 +41,42 @@ def merge(old: FlatSolution, new: FlatSolution, tried: jax.Array) -> FlatSolutio
 
 
 @dataclasses.dataclass(frozen=True)
+class TrustRegionRestarts(AbstractRootMethod):
+    """A trust region run again from x0 with each scaling in turn until a member converges.
+
+    The scalings suit different problems (none of them suits all); one loop over them
+    compiles the trust region once.
+    """
+
+    trust_region: TrustRegion = TrustRegion()
+    scalings: tuple = ("more", "none", "current")
+
+    def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
+        modes = jnp.asarray([SCALINGS.index(s) for s in self.scalings], jnp.int32)
+        tr = self.trust_region
+
+        def body(carry):
+            k, best = carry
+            retry = active & ~best.converged
+            new = tr.run_scaled(problem, x0, params, retry, modes[k])
+            return k + 1, merge(best, new, retry)
+
+        def cond(carry):
+            k, best = carry
+            return (k < modes.shape[0]) & active & ~best.converged
+
+        zero = jnp.zeros((), jnp.int32)
+        nothing = make_solution(x0, code(RESULTS.max_steps_reached), zero, zero, zero,
+                                jnp.full((), jnp.inf, x0.dtype))
+        return lax.while_loop(cond, body, (zero, nothing))[1]
+
+
+@dataclasses.dataclass(frozen=True)
 class Default(AbstractRootMethod):
     """Polyalgorithm: Newton with line search; then, for members that failed, a dogleg trust
-    region from the start; then Newton-homotopy continuation. Each member keeps its best
-    attempt (converged, else smallest residual) and its own code. Under ``vmap`` a fallback
-    iterates only while some member still needs it.
+    region from the start (with three variable scalings in turn); then Newton-homotopy
+    continuation. Each member keeps its best attempt (converged, else smallest residual)
+    and its own code. Under ``vmap`` a fallback iterates only while some member needs it.
 
     Over-determined systems (m > n) go to Levenberg-Marquardt (least squares).
     ``methods`` replaces the sequence of stages.
@@ -59,7 +91,8 @@ class Default(AbstractRootMethod):
         if self.methods is not None:
             return tuple(self.methods)
         kw = dict(rtol=self.rtol, atol=self.atol, linear_solver=self.linear_solver)
-        return (Newton(max_steps=50, **kw), TrustRegion(max_steps=1000, **kw),
+        return (Newton(max_steps=50, **kw),
+                TrustRegionRestarts(TrustRegion(max_steps=1000, **kw)),
                 Homotopy(inner=Newton(max_steps=50, **kw)))
 
     def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:

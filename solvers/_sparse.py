@@ -21,7 +21,7 @@ Jacobian's values through ``matvec`` without differentiating through the factori
 from __future__ import annotations
 
 import functools
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -144,7 +144,7 @@ def _check_rhs(solver, operator, b):
         )
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=8)
 def _plan(pattern: SparsityPattern, leaf_size: int, pivoting: str) -> LUPlan:
     return build_plan(pattern, leaf_size, pivoting=pivoting)
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.sparse import linalg as jsla

@@ -81,7 +81,7 @@ def build_plan(pattern: SparsityPattern, leaf_size: int = 8, incomplete: bool = 
     )
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=8)
 def analyse(pattern: SparsityPattern, leaf_size: int = 8, incomplete: bool = False,
             pivoting: str = "pairs"):
     """Symbolic analysis (cached): ``(row_match, singular, order, level, structs)`` with

@@ -18,7 +18,7 @@ from ._newton import check_square
 from ._result import RESULTS
 from ._solution import FlatSolution, make_solution
 
-_EPS = float(jnp.finfo(jnp.float64).eps)
+SCALINGS = ("more", "current", "none")
 
 
 class _State(NamedTuple):
@@ -67,7 +67,8 @@ class TrustRegion(AbstractRootMethod):
     a radius that grows when the linear model predicts well and shrinks when it does not:
     robust far from a root, Newton's quadratic convergence near one. Converges when
     ``max|F| <= atol`` or the Newton step satisfies ``|dx_i| <= rtol |x_i|``. Uses the
-    linear solver's ``solve``/``matvec``/``rmatvec`` (``to_dense`` only for the scaling).
+    linear solver's ``solve``/``matvec``/``rmatvec`` (and ``column_norms`` for the
+    scaling; ``scaling`` picks it, see ``_scale``).
     """
 
     rtol: float = 1e-10
@@ -76,25 +77,37 @@ class TrustRegion(AbstractRootMethod):
     linear_solver: AbstractLinearSolver = DenseLU()
     factor: float = 100.0
     max_shrinks: int = 40
+    scaling: str = "more"
+
+    def __post_init__(self):
+        if self.scaling not in SCALINGS:
+            raise ValueError(f"TrustRegion scaling must be 'more', 'current' or 'none', "
+                             f"got {self.scaling!r}.")
 
     def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
+        return self.run_scaled(problem, x0, params, active, SCALINGS.index(self.scaling))
+
+    def run_scaled(self, problem: FlatProblem, x0, params: Any, active,
+                   scaling) -> FlatSolution:
+        """``run`` with the scaling given as an index into SCALINGS (may be traced)."""
         check_square(problem.fn, x0, params, "TrustRegion")
         x0, f0, result, done = initial_checks(problem.fn, x0, params, active, self.atol)
         zero = jnp.zeros((), jnp.int32)
         state = _State(x0, f0, half_sq_norm(f0), jnp.full((), -1.0, x0.dtype),
                        jnp.zeros_like(x0), zero, zero + 1, zero, result, done)
         state = lax.while_loop(lambda s: ~s.done,
-                               lambda s: self._step(problem, params, s), state)
+                               lambda s: self._step(problem, params, s, scaling), state)
         return make_solution(state.x, state.result, state.steps, state.num_fev,
                              state.num_jev, max_abs(state.f))
 
-    def _scale(self, op, old):
-        try:
-            jac = self.linear_solver.to_dense(op)
-        except NotImplementedError:
+    def _scale(self, op, old, scaling):
+        """Variable scaling D: Moré's running maximum of the Jacobian's column norms
+        ("more"), the current column norms ("current"), or none ("none")."""
+        norms = self.linear_solver.column_norms(op)
+        if norms is None:  # e.g. matrix-free: no cheap column norms, so no scaling
             return jnp.ones_like(old)
-        norms = jnp.sqrt(jnp.sum(jnp.where(jnp.isfinite(jac), jac, 0) ** 2, axis=0))
-        scale = jnp.maximum(old, norms)
+        scale = jnp.where(scaling == 0, jnp.maximum(old, norms),
+                          jnp.where(scaling == 1, norms, 1.0))
         return jnp.where(scale > 0, scale, 1.0)
 
     def _dogleg(self, op, f, scale) -> _Dogleg:
@@ -110,10 +123,10 @@ class TrustRegion(AbstractRootMethod):
         t = gnorm / jnp.where(curvature > 0, curvature, 1.0)
         return _Dogleg(newton, newton_ok, t * direction, direction, scale)
 
-    def _step(self, problem, params, s: _State) -> _State:
+    def _step(self, problem, params, s: _State, scaling) -> _State:
         ls = self.linear_solver
         _, op = ls.linearize(problem.fn, s.x, params)
-        scale = self._scale(op, s.scale)
+        scale = self._scale(op, s.scale, scaling)
         dog = self._dogleg(op, s.f, scale)
         xnorm = jnp.sqrt(jnp.sum((scale * s.x) ** 2))
         delta0 = jnp.where(s.delta < 0, self.factor * jnp.where(xnorm > 0, xnorm, 1.0),
@@ -135,7 +148,8 @@ class TrustRegion(AbstractRootMethod):
 
         def cond(c):
             delta, tries, ok = c[0], c[1], c[2]
-            tiny = delta <= 10 * _EPS * jnp.maximum(xnorm, 1e-300)
+            eps = jnp.finfo(s.x.dtype)
+            tiny = delta <= 10 * eps.eps * jnp.maximum(xnorm, eps.tiny)
             return ~ok & ~tiny & (tries < self.max_shrinks)
 
         init = (delta0, jnp.zeros((), jnp.int32), jnp.asarray(False), jnp.zeros_like(s.x),

@@ -126,3 +126,19 @@ def test_matrix_free_gradient_equals_dense():
             fn, x0, p, solver=solvers.Newton(linear_solver=ls)).x ** 2)
         grads.append(jax.grad(f)(jnp.linspace(0.0, 0.1, 10)))
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-8)
+
+
+class _DoubledTranspose(solvers.DenseLU):
+    """A back end whose transposed solve is marked (doubled), to see which solve runs."""
+
+    def solve_transpose(self, operator, b):
+        return 2.0 * super().solve_transpose(operator, b)
+
+
+def test_reverse_mode_uses_the_linear_solvers_transposed_solve():
+    method = solvers.Newton(linear_solver=_DoubledTranspose())
+    f = lambda p: solvers.solve_flat(lambda x, q: x ** 3 - q, jnp.ones(2), p, solver=method).x
+    p = jnp.array([8.0, 27.0])
+    exact = 1.0 / (3.0 * np.array([2.0, 3.0]) ** 2)
+    np.testing.assert_allclose(jnp.diag(jax.jacfwd(f)(p)), exact, rtol=1e-10)  # solve
+    np.testing.assert_allclose(jnp.diag(jax.jacrev(f)(p)), 2 * exact, rtol=1e-10)  # solve_T

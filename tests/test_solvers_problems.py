@@ -26,17 +26,25 @@ METHODS = {
     "TrustRegion": solvers.TrustRegion(),
     "LevenbergMarquardt": solvers.LevenbergMarquardt(),
     "Homotopy": solvers.Homotopy(),
-    "Newton+GMRES": solvers.Newton(linear_solver=solvers.GMRES()),
     "JaxoptBroyden": solvers.JaxoptBroyden(),
     "JaxoptGaussNewton": solvers.JaxoptGaussNewton(),
     "JaxoptLM": solvers.JaxoptLevenbergMarquardt(),
 }
+# jaxopt compiles slowly: in the test suite it runs on the 2-unknown problems only (all 23,
+# and Newton-GMRES, are in benchmarks/robustness.py and docs/solver_robustness.md).
+JAXOPT = {"JaxoptBroyden", "JaxoptGaussNewton", "JaxoptLM"}
+
+
+def cases():
+    for method in METHODS:
+        for p in nlp.PROBLEMS:
+            if method not in JAXOPT or len(p.x0) == 2:
+                yield pytest.param(method, p, id=f"{method}-{p.number:02d}-{p.name}")
 # Runs (problem, start factor) the default method does not solve; see the robustness table.
-DEFAULT_MISSES = {("rosenbrock", 100.0), ("trigonometric", 10.0), ("trigonometric", 100.0)}
+DEFAULT_MISSES = {("trigonometric", 10.0)}
 # Regression floors: runs solved of 69 (measured counts minus a small margin for rounding).
-FLOORS = {"Default": 66, "Newton": 54, "TrustRegion": 52, "LevenbergMarquardt": 47,
-          "Homotopy": 40, "Newton+GMRES": 50, "JaxoptBroyden": 20, "JaxoptGaussNewton": 30,
-          "JaxoptLM": 30}
+FLOORS = {"Default": 68, "Newton": 52, "TrustRegion": 52, "LevenbergMarquardt": 47,
+          "Homotopy": 40}
 TOL = 1e-8
 SIZES = sorted({len(p.x0) for p in nlp.PROBLEMS})
 
@@ -71,8 +79,7 @@ def solved(problem, x) -> bool:
     return bool(np.all(np.isfinite(x)) and residual(problem, x) <= TOL)
 
 
-@pytest.mark.parametrize("problem", nlp.PROBLEMS, ids=lambda p: f"{p.number:02d}-{p.name}")
-@pytest.mark.parametrize("method", list(METHODS))
+@pytest.mark.parametrize("method, problem", list(cases()))
 def test_method_is_honest_on_problem(method, problem):
     sol = group_run(method, len(problem.x0))[problem.name]
     for k, factor in enumerate(nlp.FACTORS):
@@ -96,7 +103,7 @@ def test_default_solves_what_it_solves(problem):
             f"max|F| = {residual(problem, sol.x[k]):.3g}")
 
 
-@pytest.mark.parametrize("method", list(METHODS))
+@pytest.mark.parametrize("method", [m for m in METHODS if m not in JAXOPT])
 def test_method_keeps_its_robustness(method):
     count = sum(solved(p, x) for n in SIZES for p in group(n)
                 for x in group_run(method, n)[p.name].x)
@@ -112,8 +119,10 @@ def scipy_root(problem):
                                    jac=lambda x: np.asarray(jac(jnp.asarray(x), params)))
 
 
-# Problems whose standard start leads scipy's hybr and our default to different roots.
-DIFFERENT_ROOTS = {"chebyquad", "sample_18", "freudenstein_roth", "hammarling_3x3"}
+# Roots where J is singular: x is only determined to about sqrt(max|F|).
+SINGULAR_ROOTS = {"powell_singular", "sample_19"}
+# Every point of both axes is a root: the two methods stop at different ones.
+ROOT_CURVES = {"sample_18"}
 
 
 @pytest.mark.parametrize("problem", nlp.PROBLEMS, ids=lambda p: f"{p.number:02d}-{p.name}")
@@ -123,6 +132,7 @@ def test_default_agrees_with_scipy_hybr(problem):
     if not solved(problem, ref.x):
         pytest.skip(f"scipy hybr does not solve {problem.name} from its standard start")
     assert solved(problem, ours)
-    if problem.name in DIFFERENT_ROOTS:
+    if problem.name in ROOT_CURVES:
         return
-    np.testing.assert_allclose(ours, ref.x, rtol=1e-6, atol=1e-7)
+    atol = 1e-3 if problem.name in SINGULAR_ROOTS else 1e-7
+    np.testing.assert_allclose(ours, ref.x, rtol=1e-6, atol=atol)

@@ -152,12 +152,13 @@ def test_gradients_flow_to_the_matrix_and_rhs():
         return jnp.dot(w, jnp.linalg.solve(jnp.zeros(p.shape).at[p.rows, p.cols].set(values), b))
 
     values = solver.values(op)
-    got = jax.grad(sparse_loss, argnums=(0, 1))(values, b)
+    got = jax.jit(jax.grad(sparse_loss, argnums=(0, 1)))(values, b)
     want = jax.grad(dense_loss, argnums=(0, 1))(values, b)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-8, atol=1e-12)
     dirs = (values * jnp.asarray(rng.normal(size=values.size)), w)  # forward mode too
-    np.testing.assert_allclose(jax.jvp(sparse_loss, (values, b), dirs)[1],
+    np.testing.assert_allclose(jax.jit(lambda v, b: jax.jvp(sparse_loss, (v, b), dirs)[1])(
+                                   values, b),
                                jax.jvp(dense_loss, (values, b), dirs)[1], rtol=1e-8)
 
 

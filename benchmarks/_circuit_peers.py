@@ -16,8 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
-from scenarios.circuits import build_circuit
-from scenarios.circuits._generate import diode_ladder_netlist
+from scenarios.circuits import build_circuit, diode_ladder_netlist
 from scenarios.circuits import elements
 
 U_LINEAR, diode_current, pnjlim = elements.U_LINEAR, elements.diode_current, elements.pnjlim

@@ -7,9 +7,11 @@ voltages plus the source current, n + 1 unknowns, all starting at 0. Each batch 
 its own source voltage (B values evenly spaced in 0.5 ... 5 V).
 
 * ``simgraph``: ``solvers.solve_batch(circuit, {".vsources['V1'].value": V}, method)`` on
-  the domain's own element classes, with the domain's method (``solvers.Default`` at
-  max|F| <= 1e-14 A or a 1e-12 relative step), in chunks of 1000 members; also from a
-  prebuilt ``System`` (the lowering reused).
+  the domain's own element classes. ``method`` is what ``solve_batch`` picks by itself
+  (``solvers.default_method`` for the batch size: the ``Default`` polyalgorithm with a
+  dense or sparse LU chosen from the graph, no structure hint), at the circuit domain's
+  tolerances (max|F| <= 1e-14 A or a 1e-12 relative step); chunks of 1000 members. Also
+  from a prebuilt ``System`` (the lowering reused).
 * ``scipy root``: ``scipy.optimize.root(method="lm")`` with an analytic Jacobian, one
   member at a time in a Python loop (scipy's default ``hybr`` fails from 0 V on most
   members). For large B it solves an evenly spaced sample of the members and extrapolates
@@ -69,14 +71,14 @@ def simgraph_calls(n: int, volts: np.ndarray):
     """``solve_batch`` from the circuit graph (the ordinary path: lowering included) and from
     a prebuilt ``System``; plus ``answer(solution) -> (v[B, n], converged, iterations)``."""
     import solvers
-    from scenarios.circuits import build_circuit, default_solver, source_path
-    from scenarios.circuits._generate import diode_ladder_netlist
+    from scenarios.circuits import build_circuit, diode_ladder_netlist, source_path
 
     circuit = build_circuit(diode_ladder_netlist(n, tight=False))
     system = solvers.System.build(circuit)
     path, values = source_path(circuit, "V1"), jnp.asarray(volts)
     names = [str(k) for k in range(1, n + 1)]
-    method = default_solver()  # solvers.Default at ATOL, RTOL
+    # what solve_batch picks by itself for this batch (no structure hint), at ATOL and RTOL
+    method = solvers.default_method(system, batch_size=len(volts), atol=ATOL, rtol=RTOL)
 
     def solve(graph):
         return lambda: block(solvers.solve_batch(graph, {path: values}, method, progress=False,

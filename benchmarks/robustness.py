@@ -105,7 +105,13 @@ n = 5). Each cell shows the runs from 1x, 10x and 100x the standard start (MINPA
 scaling: a zero start becomes all-10 or all-100): ✓ when the returned x is finite with
 max|F| <= 1e-8, · otherwise. Default tolerances and iteration limits of every method;
 scipy's `root(method="hybr"/"lm")` with its defaults (finite-difference Jacobians).
-The last row counts runs where a method reported success but max|F| > 1e-8.
+The last row counts runs where a method reported success but max|F| > 1e-8 (scipy's
+`lm` reports success at least-squares minima that are not roots).
+
+`Default` is Newton with line search, then (per member that failed) a dogleg trust region
+with three variable scalings in turn, then Newton-homotopy continuation. Its one miss,
+the trigonometric function from 10x, ends at a local minimum of ||F|| (max|F| ~ 4e-3)
+with every stage; `tests/test_solvers_problems.py` asserts every other run.
 
 """
 

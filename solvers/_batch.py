@@ -42,6 +42,11 @@ def _batch_size(x0, x0_axis, params, axes) -> int:
              if axis is not None}
     if x0_axis is not None:
         sizes.add(x0.shape[0])
+    if not sizes:
+        raise ValueError(
+            "nothing is batched: give params_axes=0 (or a prefix tree with 0 on the batched "
+            "params) or a 2-D x0 of shape (B, n); for one member use solvers.solve_flat."
+        )
     if len(sizes) != 1:
         raise ValueError(
             f"batched inputs must share one leading batch size, got sizes {sorted(sizes)}; "

@@ -60,6 +60,8 @@ def test_prefix_params_axes_mix_batched_and_shared_leaves():
     np.testing.assert_allclose(sol.x[:, 0] ** 3 + sol.x[:, 0], [0.0, 2.0, 10.0], atol=1e-9)
     with pytest.raises(ValueError, match="batch size"):
         solvers.solve_flat_batch(cubic, jnp.zeros((2, 1)), p, params_axes={"a": None, "b": 0})
+    with pytest.raises(ValueError, match="nothing is batched"):
+        solvers.solve_flat_batch(cubic, jnp.zeros(1), p, params_axes=None)
 
 
 def test_batch_inside_jit_is_a_plain_vmap():

@@ -21,11 +21,14 @@ def dispatch(quick: bool, out: Path) -> Section:
     section = Section(
         "dispatch", "Graph dispatch: per-call cost into a compiled `jax.jit` function (issue 2)",
         "N equations (3 small arrays each) sharing N/10 gradient providers, passed to an "
-        "already-compiled `jax.jit` function. Baseline: a plain dict with the same leaves "
-        "(`plain_us`). `graph_vs_plain` = graph time / plain time (target <= 1.2 at N >= 100); "
-        "`nnx_vs_graph` = Flax NNX's `nnx.jit` on the same object graph / graph time "
-        "(target >= 20).",
-        rows, ("N", "leaves", "plain_us", "graph_us", "graph_vs_plain", "nnx_us", "nnx_vs_graph"))
+        "already-compiled `jax.jit` function; the candidates are timed in alternating batches. "
+        "Baseline: a flat dict with the same leaves (`plain_us`). `graph_vs_plain` = graph time "
+        "/ plain time (target <= 1.2 at N >= 100); `graph_vs_nested` = graph time / the same "
+        "data as nested dicts (one per equation); `python_walk_vs_plain` = the graph with the C "
+        "column reads off (pure-Python walk) / plain; `nnx_vs_graph` = Flax NNX's `nnx.jit` on "
+        "the same object graph / graph time (target >= 20).",
+        rows, ("N", "leaves", "plain_us", "graph_us", "graph_vs_plain", "graph_vs_nested",
+               "python_walk_vs_plain", "nnx_us", "nnx_vs_graph"))
     if any(r.get("nnx_us") is None for r in rows):
         section.notes.append("Flax NNX skipped: flax is not installed (`pip install .[bench]`).")
     return section
@@ -113,11 +116,7 @@ def robustness(quick: bool, out: Path) -> Section:
 
     names = ["Default", "scipy hybr"] if quick else [*rb.METHODS, "scipy hybr", "scipy lm"]
     chosen = rb.problems.PROBLEMS[1:3] if quick else rb.problems.PROBLEMS
-    results = {}
-    for name in names:
-        runner = (lambda p, n=name: rb.run_scipy(n.split()[1], p)) if name.startswith("scipy") \
-            else (lambda p, m=rb.METHODS[name]: rb.run_ours(m, p))
-        results[name] = {p.name: runner(p) for p in chosen}
+    results = rb.run(names, chosen)
     rows = [{"#": p.number, "problem": p.name, "n": len(p.x0),
              **{name: rb.cell(results[name][p.name]) for name in names}} for p in chosen]
     total = lambda name, k=None: sum(ok for runs in results[name].values()  # noqa: E731

@@ -1,8 +1,11 @@
 """Per-call cost of passing a graph into an already-compiled ``jax.jit`` function.
 
-N equations (3 small arrays each) share N/10 gradient providers. Baseline: a plain
-dict-of-arrays with the same leaves, in the same run. Peer: Flax NNX's ``nnx.jit`` on the
-same object graph (skipped with a note when flax is not installed).
+N equations (3 small arrays each) share N/10 gradient providers. Baselines, timed in
+alternating batches in the same run: a flat dict-of-arrays with the same leaves (``plain``),
+and the same data as nested dicts, one per equation and provider (``nested``, what a user
+would write without simgraph). ``python_walk`` is the graph with the C column reads switched
+off. Peer: Flax NNX's ``nnx.jit`` on the same object graph (skipped with a note when flax is
+not installed).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import jax.numpy as jnp
 
 import simgraph as sg
 
-from ._timing import median_time
+from ._timing import interleaved_medians, median_time
 
 
 class Provider(sg.ReffableTreeNode):
@@ -75,22 +78,55 @@ def _nnx_case(n: int):
     return lambda: jax.block_until_ready(f(model))
 
 
+def as_nested(model: Model) -> dict:
+    """The same data as a user would write it without simgraph: a dict per equation and per
+    provider (shared providers appear once, referenced by index)."""
+    providers = list({id(e.gradient): e.gradient for e in model.equations}.values())
+    slot = {id(p): k for k, p in enumerate(providers)}
+    return {
+        "equations": [{"constant": e.constant, "x": e.x, "weight": e.weight,
+                       "gradient": slot[id(e.gradient)]} for e in model.equations],
+        "providers": [{"value": p.value} for p in providers],
+    }
+
+
+def _python_walk(call):
+    """``call`` with the C column reads switched off (the pure-Python fallback walk)."""
+    from simgraph import _walk
+
+    def run():
+        saved, _walk._fastwalk = _walk._fastwalk, None
+        try:
+            return call()
+        finally:
+            _walk._fastwalk = saved
+
+    return run
+
+
 def run(sizes=(10, 100, 1000, 10_000), repeats: int = 7) -> list[dict]:
     rows = []
     f = jax.jit(first_leaf)
     for n in sizes:
         graph = make_graph(n)
-        plain = as_dict(graph)
-        t_plain = median_time(lambda: jax.block_until_ready(f(plain)), repeats=repeats)
-        t_graph = median_time(lambda: jax.block_until_ready(f(graph)), repeats=repeats)
+        plain, nested = as_dict(graph), as_nested(graph)
+        graph_call = lambda: jax.block_until_ready(f(graph))  # noqa: E731
+        t = interleaved_medians({
+            "plain": lambda: jax.block_until_ready(f(plain)),
+            "nested": lambda: jax.block_until_ready(f(nested)),
+            "graph": graph_call,
+            "python_walk": _python_walk(graph_call),
+        }, repeats=repeats)
         nnx_call = _nnx_case(n)
-        t_nnx = median_time(nnx_call, repeats=repeats) if nnx_call else None
+        t_nnx = median_time(nnx_call, repeats=max(3, repeats // 2)) if nnx_call else None
         rows.append({
             "N": n, "leaves": len(jax.tree_util.tree_leaves(plain)),
-            "plain_us": t_plain * 1e6, "graph_us": t_graph * 1e6,
-            "graph_vs_plain": t_graph / t_plain,
+            "plain_us": t["plain"] * 1e6, "graph_us": t["graph"] * 1e6,
+            "graph_vs_plain": t["graph"] / t["plain"],
+            "graph_vs_nested": t["graph"] / t["nested"],
+            "python_walk_vs_plain": t["python_walk"] / t["plain"],
             "nnx_us": None if t_nnx is None else t_nnx * 1e6,
-            "nnx_vs_graph": None if t_nnx is None else t_nnx / t_graph,
+            "nnx_vs_graph": None if t_nnx is None else t_nnx / t["graph"],
         })
     return rows
 

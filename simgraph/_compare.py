@@ -6,21 +6,21 @@ from typing import Any
 
 import jax
 
-from . import _walk
+from . import _tables, _walk
 from ._errors import at
 
 
 def structure_difference(a: Any, b: Any) -> str | None:
     """Describe the first place where graphs ``a`` and ``b`` differ in structure, or None."""
-    ca, ea, na = _walk.walk(a)
-    cb, eb, nb = _walk.walk(b)
-    paths = _walk.node_paths(ea, ca)
+    ca, ea, na = _tables.walk(a)
+    cb, eb, nb = _tables.walk(b)
+    paths = _tables.node_paths(ea, ca)
     for k, (entry_a, entry_b) in enumerate(zip(ea, eb)):
         if entry_a != entry_b:
             return _entry_difference(at(jax.tree_util.keystr(paths[k])), entry_a, entry_b)
     if len(ea) != len(eb):
         return f"<root>: the graphs have {len(ea)} and {len(eb)} nodes"
-    for (k, name, _), x, y in zip(_walk.child_owners(ea), ca, cb):
+    for (k, name, _), x, y in zip(_tables.child_owners(ea), ca, cb):
         if jax.tree_util.tree_structure(x) != jax.tree_util.tree_structure(y):
             where = at(jax.tree_util.keystr(paths[k]) + f".{name}")
             return f"{where}: the field's pytree structure differs ({_short(x)} vs {_short(y)})"

@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import _walk
+from . import _tables
 from ._errors import GraphFileError, at
 from ._node import ReffableTreeNode
 
@@ -26,8 +26,8 @@ _META = "__simgraph__"
 
 def save(path: str | os.PathLike, graph: Any) -> None:
     """Write ``graph`` to ``path`` (a ``.npz`` file)."""
-    children, entries, nodes = _walk.walk(graph)
-    paths = [jax.tree_util.keystr(p) for p in _walk.node_paths(entries, children)]
+    children, entries, nodes = _tables.walk(graph)
+    paths = [jax.tree_util.keystr(p) for p in _tables.node_paths(entries, children)]
     index = {id(n): k for k, n in enumerate(nodes)}
     arrays: dict[str, np.ndarray] = {}
     described = []

@@ -13,7 +13,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import _fields, _walk
+from . import _fields, _tables, _walk
 from ._errors import GraphTypeError
 
 
@@ -41,9 +41,9 @@ class ReffableTreeNode:
         dataclasses.dataclass(cls, eq=False, repr=False)
         cls.__sg_layout__ = _fields.make_layout(cls)
         cls.__sg_refkinds__ = None
-        cls.__sg_walker__ = None
+        cls.__sg_plan__ = None
         jax.tree_util.register_pytree_with_keys(
-            cls, _walk.flatten_with_keys, _unflatten, flatten_func=_walk.flatten
+            cls, _tables.flatten_with_keys, _unflatten, flatten_func=_walk.flatten
         )
 
     def __post_init__(self) -> None:
@@ -59,7 +59,7 @@ class ReffableTreeNode:
 
 
 def _unflatten(entries: tuple, children) -> Any:
-    return _walk.unflatten(entries, children)
+    return _tables.unflatten(entries, children)
 
 
 def _check_fields(node: ReffableTreeNode) -> None:

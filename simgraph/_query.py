@@ -7,12 +7,12 @@ from typing import Any
 
 import jax
 
-from . import _walk
+from . import _tables
 
 
 def nodes(root: Any) -> list:
     """Every node reachable from ``root``, in the canonical (flatten) order; root first."""
-    return _walk.walk(root)[2]
+    return _tables.walk(root)[2]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,7 +27,7 @@ class LeafInfo:
 
 def leaves_with_owners(root: Any) -> list[tuple[LeafInfo, Any]]:
     """``(LeafInfo, leaf)`` for every leaf, in ``jax.tree_util.tree_leaves`` order."""
-    _, entries, node_list = _walk.walk(root)
+    _, entries, node_list = _tables.walk(root)
     out = []
     for path, leaf in jax.tree_util.tree_flatten_with_path(root)[0]:
         key = path[0]

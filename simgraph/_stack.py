@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import jax
 import jax.numpy as jnp
 
-from . import _walk
+from . import _tables, _walk
 from ._compare import leaf_shape_difference, structure_difference
 from ._errors import StructureMismatchError
 from ._node import ReffableTreeNode
@@ -55,8 +55,8 @@ def update(live: Any, transformed: Any) -> Any:
     The user's objects keep their identities; only data fields change. Both graphs must have
     the same structure; nothing is modified if they do not. Returns ``live``.
     """
-    children_live, entries_live, nodes_live = _walk.walk(live)
-    children_new, entries_new, nodes_new = _walk.walk(transformed)
+    children_live, entries_live, nodes_live = _tables.walk(live)
+    children_new, entries_new, nodes_new = _tables.walk(transformed)
     if entries_live != entries_new or any(
         jax.tree_util.tree_structure(a) != jax.tree_util.tree_structure(b)
         for a, b in zip(children_live, children_new)
@@ -69,7 +69,7 @@ def update(live: Any, transformed: Any) -> Any:
     new_index = {id(n): k for k, n in enumerate(nodes_new)}
     base = ReffableTreeNode
     writes = []
-    for k, name, spec in _walk.child_owners(entries_new):
+    for k, name, spec in _tables.child_owners(entries_new):
         value = nodes_new[k].__dict__[name]
         if spec == _walk.CHILD_REFS:
             value = jax.tree_util.tree_map(

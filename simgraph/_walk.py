@@ -1,62 +1,161 @@
-"""The refs table: flatten a whole reachable object graph from its root, and rebuild it.
+"""The refs table: flatten a whole reachable object graph from its root, column by column.
 
-Flattening numbers every distinct node in breadth-first, field-declaration order (root = 0).
-Aux data is a tuple with one entry per node, ``(class, static values, field specs)``, where a
-field spec is ``CHILD`` (the value is a pytree child), ``CHILD_REFS`` (a child container
-holding ``NodeRef`` placeholders), an int ``k >= 0`` (a reference to node k), or
-``(treedef, ids)`` (a container holding only references). Ids are local to one flatten, so
-graphs of the same shape give equal aux data; nothing is stored between flattens.
+Nodes are numbered breadth-first by levels (root = 0). Within a level, nodes are grouped by
+class in order of first appearance; a group is read field by field (declaration order), member
+by member, and a node first seen there gets the next id. Children are emitted in that same
+order. Reading a group as columns (one ``itemgetter`` over all members, one type check per
+column, one id lookup per column) keeps the per-node Python cost small: this walk runs on
+every call of a jitted function, so it is the dispatch overhead users pay.
+
+Aux data is a tuple of groups ``(class, member ids, static columns, column specs)``. A column
+spec is ``CHILD`` (every member's value is a pytree child), a tuple of node ids (every
+member's value is a node), or ``("mixed", specs)`` with one spec per member: ``CHILD``,
+``CHILD_REFS`` (a child container holding ``NodeRef`` placeholders), a node id, or
+``(container type or treedef, ids)`` (a container holding only references). Ids are local to
+one flatten, so graphs of the same shape give equal aux data; nothing is kept between flattens.
 """
 
 from __future__ import annotations
 
-import collections
+import itertools
+import operator
 from typing import Any
 
 import jax
 import numpy as np
 
-from . import _codegen, _fields
+from . import _fields
 from ._errors import GraphError, GraphTypeError, at
-from ._keys import NodePathKey, NodeRef
+from ._keys import NodeRef
+
+try:  # optional C accelerator of the column reads below (same results)
+    from . import _fastwalk
+except ImportError:  # pragma: no cover - depends on the build
+    _fastwalk = None
 
 CHILD = -1
 CHILD_REFS = -2
+MIXED = "mixed"
 
 _LEAF_TYPES = frozenset(
     {float, int, bool, complex, type(None), np.ndarray, np.float64, np.float32, np.int64,
      np.int32, np.bool_, np.complex128, type(jax.numpy.zeros(()))}
 )
+_ARRAY_TYPES = (jax.Array, jax.core.Tracer)
+_get_dict = operator.attrgetter("__dict__")
 
 
 def _node_base():
-    from ._node import ReffableTreeNode
+    global _BASE
+    if _BASE is None:
+        from ._node import ReffableTreeNode
 
-    return ReffableTreeNode
+        _BASE = ReffableTreeNode
+    return _BASE
 
 
-def walk(root: Any) -> tuple[list, tuple, list]:
-    """Return ``(children, entries, nodes)`` for the graph reachable from ``root``."""
+_BASE = None  # the node base class, imported lazily (``_node`` imports this module)
+
+
+def traverse(root: Any) -> tuple[list, tuple, list]:
+    """Return ``(children, aux, nodes)`` for the graph reachable from ``root``."""
+    base = _node_base()
     index = {id(root): 0}
     nodes = [root]
     children: list = []
-    entries: list = []
-    for node in nodes:  # grows while we iterate: breadth-first
-        cls = type(node)
-        walker = cls.__dict__["__sg_walker__"] or _make_walker(cls)
-        walker(node, root, index, nodes, children, entries)
-    return children, tuple(entries), nodes
+    groups: list = []
+    ctx = (root, index, nodes, children, base)
+    lo = 0
+    while lo < len(nodes):
+        hi = len(nodes)
+        if hi - lo == 1:  # chains and the root: skip the column machinery
+            groups.append(_single(nodes[lo], lo, ctx))
+        else:
+            for cls, members, objs in _by_class(nodes, lo, hi):
+                groups.append(_group(cls, members, objs, ctx))
+        lo = hi
+    return children, tuple(groups), nodes
 
 
-def _make_walker(cls: type):
-    base = _node_base()
-    refkinds = refkinds_of(cls)
-    env = dict(
-        LEAF=_LEAF_TYPES, ARRAY=jax.Array, BASE=base, container=_flatten_container,
-        missing_field=_missing_field, not_a_node=_not_a_node, check_hashable=_check_hashable,
-    )
-    cls.__sg_walker__ = walker = _codegen.make_walker(cls, refkinds, env)
-    return walker
+def flatten(root: Any):
+    children, aux, _ = traverse(root)
+    return children, aux
+
+
+def _by_class(nodes: list, lo: int, hi: int) -> list:
+    level = nodes[lo:hi]
+    types = list(map(type, level))
+    if types.count(types[0]) == len(types):
+        return [(types[0], tuple(range(lo, hi)), level)]
+    by: dict = {}
+    for k, (t, obj) in enumerate(zip(types, level), lo):
+        members = by.setdefault(t, ([], []))
+        members[0].append(k)
+        members[1].append(obj)
+    return [(t, tuple(ks), objs) for t, (ks, objs) in by.items()]
+
+
+def _group(cls: type, members: tuple, objs: list, ctx: tuple) -> tuple:
+    plan = cls.__dict__["__sg_plan__"] or _make_plan(cls)
+    names, refkinds, dynamic_getters, static_getters = plan
+    dicts = list(map(_get_dict, objs))
+    try:
+        statics = tuple([tuple(map(getter, dicts)) for getter in static_getters])
+        if _fastwalk is None:
+            columns = [tuple(map(getter, dicts)) for getter in dynamic_getters]
+            specs = [_column(n, kind, col, objs, ctx) for n, kind, col in zip(names, refkinds, columns)]
+        else:
+            specs = [_fast_column(dicts, n, kind, objs, ctx) for n, kind in zip(names, refkinds)]
+    except KeyError as e:
+        raise _missing_field(ctx[0], objs, e.args[0]) from None
+    if statics:
+        try:
+            hash(statics)
+        except TypeError:
+            _check_hashable(ctx[0], cls, objs, statics)
+    return (cls, members, statics, tuple(specs))
+
+
+def _fast_column(dicts: list, name: str, kind: int, objs: list, ctx: tuple):
+    spec = _fastwalk.column(dicts, name, kind == _fields.REF_ANY, _LEAF_TYPES, _ARRAY_TYPES,
+                            ctx[4], ctx[1], ctx[2], ctx[3])
+    if type(spec) is list:  # not uniform: the per-member path, as in ``_column``
+        return _mixed(name, kind, spec, objs, ctx)
+    return spec
+
+
+def _single(node: Any, k: int, ctx: tuple) -> tuple:
+    """A group of one node, in the same form ``_group`` gives (fewer steps per node)."""
+    cls = type(node)
+    names, refkinds, _, static_getters = cls.__dict__["__sg_plan__"] or _make_plan(cls)
+    d = node.__dict__
+    try:
+        values = [d[name] for name in names]
+        statics = tuple([(getter(d),) for getter in static_getters])
+    except KeyError as e:
+        raise _missing_field(ctx[0], [node], e.args[0]) from None
+    if statics:
+        try:
+            hash(statics)
+        except TypeError:
+            _check_hashable(ctx[0], cls, [node], statics)
+    specs = []
+    for name, kind, value in zip(names, refkinds, values):
+        if isinstance(value, ctx[4]):
+            specs.append((_reference_id(value, ctx[1], ctx[2]),))
+        else:
+            spec = _element(value, name, kind, node, ctx)
+            specs.append(spec if spec == CHILD else (MIXED, (spec,)))
+    return (cls, (k,), statics, tuple(specs))
+
+
+def _make_plan(cls: type) -> tuple:
+    """Field names, reference kinds and column getters of a class (computed once per class)."""
+    layout = cls.__sg_layout__
+    getters = lambda names: tuple(map(operator.itemgetter, names))  # noqa: E731
+    plan = (layout.dynamic, refkinds_of(cls), getters(layout.dynamic), getters(layout.static))
+    cls.__sg_plan__ = plan
+    return plan
 
 
 def refkinds_of(cls: type) -> tuple[int, ...]:
@@ -67,7 +166,72 @@ def refkinds_of(cls: type) -> tuple[int, ...]:
     return kinds
 
 
-def _flatten_container(value, index, nodes, children, base):
+def _column(name: str, kind: int, column: tuple, objs: list, ctx: tuple):
+    types = set(map(type, column))
+    if kind == _fields.REF_ANY and (types <= _LEAF_TYPES or all(map(_is_leaf_type, types))):
+        ctx[3].extend(column)
+        return CHILD
+    if _all_nodes(types, ctx[4]):
+        return _reference_ids(column, ctx[1], ctx[2])
+    return _mixed(name, kind, column, objs, ctx)
+
+
+def _mixed(name: str, kind: int, column, objs: list, ctx: tuple):
+    specs = tuple([_element(v, name, kind, obj, ctx) for v, obj in zip(column, objs)])
+    # Canonical form: what a column holds decides its spec, not how its values were found.
+    return CHILD if specs.count(CHILD) == len(specs) else (MIXED, specs)
+
+
+def _all_nodes(types: set, base: type) -> bool:
+    if len(types) == 1:
+        return issubclass(next(iter(types)), base)
+    return all(issubclass(t, base) for t in types)
+
+
+def _is_leaf_type(t: type) -> bool:
+    return t in _LEAF_TYPES or issubclass(t, _ARRAY_TYPES)
+
+
+def _reference_ids(column: tuple, index: dict, nodes: list) -> tuple:
+    """Ids of a column of nodes; nodes not seen yet get new ids in first-appearance order."""
+    keys = list(map(id, column))
+    ids = list(map(index.get, keys))
+    if None not in ids:
+        return tuple(ids)
+    start = len(nodes)
+    if ids.count(None) == len(ids) and len(dict.fromkeys(keys)) == len(keys):
+        index.update(zip(keys, range(start, start + len(keys))))  # all new and distinct
+        nodes.extend(column)
+        return tuple(range(start, start + len(keys)))
+    unique = dict(zip(keys, column))  # first-appearance order
+    new = list(itertools.filterfalse(index.__contains__, unique))
+    index.update(zip(new, range(start, start + len(new))))
+    nodes.extend(map(unique.__getitem__, new))
+    return tuple(map(index.__getitem__, keys))
+
+
+def _reference_id(value: Any, index: dict, nodes: list) -> int:
+    k = index.get(id(value))
+    if k is None:
+        k = index[id(value)] = len(nodes)
+        nodes.append(value)
+    return k
+
+
+def _element(value: Any, name: str, kind: int, obj: Any, ctx: tuple):
+    """The spec of one member's value in a column that is not uniform."""
+    root, index, nodes, children, base = ctx
+    if isinstance(value, base):
+        return _reference_id(value, index, nodes)
+    if kind == _fields.REF_REQUIRED or (kind == _fields.REF_OPTIONAL and value is not None):
+        raise _not_a_node(root, obj, name, value)
+    if value is None or _is_leaf_type(type(value)):
+        children.append(value)
+        return CHILD
+    return _container(value, index, nodes, children, base)
+
+
+def _container(value, index, nodes, children, base):
     if type(value) is list or type(value) is tuple:
         spec = _node_sequence(value, index, nodes, base)
         if spec is not None:
@@ -76,16 +240,7 @@ def _flatten_container(value, index, nodes, children, base):
     if not any(isinstance(leaf, base) for leaf in leaves):
         children.append(value)
         return CHILD
-    ids = []
-    for leaf in leaves:
-        if isinstance(leaf, base):
-            k = index.get(id(leaf))
-            if k is None:
-                k = index[id(leaf)] = len(nodes)
-                nodes.append(leaf)
-            ids.append(k)
-        else:
-            ids.append(None)
+    ids = [_reference_id(leaf, index, nodes) if isinstance(leaf, base) else None for leaf in leaves]
     if all(k is not None for k in ids):
         return (treedef, tuple(ids))
     marked = [NodeRef(k) if k is not None else leaf for k, leaf in zip(ids, leaves)]
@@ -94,131 +249,23 @@ def _flatten_container(value, index, nodes, children, base):
 
 
 def _node_sequence(seq, index, nodes, base):
-    """Fast path for a plain list/tuple of nodes (e.g. ``equations: list``): spec ``(type, ids)``."""
-    ids = []
-    append = ids.append
-    for x in seq:
-        if not isinstance(x, base):
-            return None
-        k = index.get(id(x))
-        if k is None:
-            k = index[id(x)] = len(nodes)
-            nodes.append(x)
-        append(k)
-    return (type(seq), tuple(ids))
-
-
-def unflatten(entries: tuple, children) -> Any:
-    """Rebuild a graph: one new object per id, references wired to the new objects."""
-    nodes = [object.__new__(entry[0]) for entry in entries]
-    it = iter(children)
-    for node, (cls, statics, specs) in zip(nodes, entries):
-        layout = cls.__sg_layout__
-        d = node.__dict__
-        for name, spec in zip(layout.dynamic, specs):
-            if type(spec) is int:
-                if spec >= 0:
-                    d[name] = nodes[spec]
-                elif spec == CHILD:
-                    d[name] = next(it)
-                else:
-                    d[name] = _swap_refs(next(it), nodes)
-            else:
-                d[name] = _rebuild_container(spec, nodes)
-        for name, value in zip(layout.static, statics):
-            d[name] = value
-    return nodes[0]
-
-
-def _rebuild_container(spec, nodes):
-    kind, ids = spec
-    if kind is list:
-        return [nodes[k] for k in ids]
-    if kind is tuple:
-        return tuple([nodes[k] for k in ids])
-    return jax.tree_util.tree_unflatten(kind, [nodes[k] for k in ids])
-
-
-def _swap_refs(container, nodes):
-    is_ref = lambda x: isinstance(x, NodeRef)  # noqa: E731
-    return jax.tree_util.tree_map(lambda x: nodes[x.index] if is_ref(x) else x, container, is_leaf=is_ref)
-
-
-def child_owners(entries: tuple) -> list[tuple[int, str, int]]:
-    """For each child in flatten order: ``(node index, field name, spec)``."""
-    owners = []
-    for k, (cls, _, specs) in enumerate(entries):
-        for name, spec in zip(cls.__sg_layout__.dynamic, specs):
-            if spec == CHILD or spec == CHILD_REFS:
-                owners.append((k, name, spec))
-    return owners
-
-
-def node_paths(entries: tuple, children: list) -> list[tuple]:
-    """The breadth-first (shortest, first-visit) key path of every node."""
-    paths: list = [None] * len(entries)
-    paths[0] = ()
-    child_iter = iter(children)
-    for k, (cls, _, specs) in enumerate(entries):
-        for name, spec in zip(cls.__sg_layout__.dynamic, specs):
-            base = paths[k] + (jax.tree_util.GetAttrKey(name),)
-            if spec == CHILD:
-                next(child_iter)
-            elif type(spec) is int and spec >= 0:
-                if paths[spec] is None:
-                    paths[spec] = base
-            else:
-                if spec == CHILD_REFS:
-                    sub = jax.tree_util.tree_flatten_with_path(
-                        next(child_iter), is_leaf=lambda x: isinstance(x, NodeRef))[0]
-                    pairs = [(p, x.index) for p, x in sub if isinstance(x, NodeRef)]
-                else:
-                    dummy = _rebuild_container(spec, [NodeRef(i) for i in range(len(entries))])
-                    sub = jax.tree_util.tree_flatten_with_path(
-                        dummy, is_leaf=lambda x: isinstance(x, NodeRef))[0]
-                    pairs = [(p, x.index) for p, x in sub]
-                for p, target in pairs:
-                    if paths[target] is None:
-                        paths[target] = base + tuple(p)
-    return paths
-
-
-def flatten_with_keys(root: Any):
-    """Flatten for ``jax.tree_util.tree_flatten_with_path``: each child keyed by its full path."""
-    children, entries, _ = walk(root)
-    paths = node_paths(entries, children)
-    keyed = []
-    for child, (k, name, _) in zip(children, child_owners(entries)):
-        key = NodePathKey(paths[k] + (jax.tree_util.GetAttrKey(name),), k, name)
-        keyed.append((key, child))
-    return keyed, entries
-
-
-def flatten(root: Any):
-    children, entries, _ = walk(root)
-    return children, entries
+    """Fast path for a plain list/tuple of nodes (e.g. ``equations: list``): ``(type, ids)``."""
+    if _fastwalk is not None:
+        return None if (ids := _fastwalk.ref_ids(seq, base, index, nodes)) is None else (type(seq), ids)
+    if not all(issubclass(t, base) for t in set(map(type, seq))):
+        return None
+    return (type(seq), _reference_ids(tuple(seq), index, nodes))
 
 
 def path_of(root: Any, target: Any) -> str:
     """The key path of ``target`` in the graph of ``root`` (for error messages only)."""
-    base = _node_base()
-    queue = collections.deque([(root, ())])
-    seen = {id(root)}
-    while queue:
-        node, path = queue.popleft()
-        if node is target:
-            return jax.tree_util.keystr(path)
-        for name in type(node).__sg_layout__.dynamic:
-            value = node.__dict__.get(name)
-            subs = jax.tree_util.tree_flatten_with_path(value, is_leaf=lambda x: isinstance(x, base))[0]
-            for p, leaf in subs:
-                if isinstance(leaf, base) and id(leaf) not in seen:
-                    seen.add(id(leaf))
-                    queue.append((leaf, path + (jax.tree_util.GetAttrKey(name),) + tuple(p)))
-    return "<unreachable>"
+    from ._tables import path_of as _path_of
+
+    return _path_of(root, target)
 
 
-def _missing_field(root, node, name) -> GraphError:
+def _missing_field(root, objs, name) -> GraphError:
+    node = next(o for o in objs if name not in o.__dict__)
     path = at(path_of(root, node))
     return GraphError(
         f"{path}: {type(node).__name__} has no value for field {name!r}. Set it (fields are "
@@ -237,11 +284,9 @@ def _not_a_node(root, node, name, value) -> GraphTypeError:
     )
 
 
-def _check_hashable(root, node, names, statics) -> None:
-    try:
-        hash(statics)
-    except TypeError:
-        for name, value in zip(names, statics):
+def _check_hashable(root, cls, objs, statics) -> None:
+    for name, column in zip(cls.__sg_layout__.static, statics):
+        for node, value in zip(objs, column):
             try:
                 hash(value)
             except TypeError:
@@ -251,4 +296,4 @@ def _check_hashable(root, node, names, statics) -> None:
                     f"{type(value).__name__}. Static values are part of the structure and must "
                     "be hashable: use a tuple or frozenset, or declare the field as state."
                 ) from None
-        raise
+    hash(statics)

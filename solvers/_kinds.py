@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import simgraph as sg
-from simgraph import _walk
+from simgraph import _tables, _walk
 
 from ._model_errors import ModelError
 
@@ -205,7 +205,7 @@ def _describe(node, entry, keys: _Keys, index):
 
 def analyse(root) -> tuple[Analysis, list, list]:
     """Walk the graph; return the kinds, per kind the per-member data leaves, and the nodes."""
-    _, entries, nodes = _walk.walk(root)  # validates references and static hashability
+    _, entries, nodes = _tables.walk(root)  # validates references and static hashability
     cache: dict = {}
 
     def index():

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import nonlinear_problems as nlp
+from benchmarks import nonlinear_problems as nlp
 import solvers
 
 TIGHT = solvers.Newton(atol=1e-13, rtol=1e-14, max_steps=100)

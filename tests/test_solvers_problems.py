@@ -16,7 +16,7 @@ import pytest
 import scipy.optimize
 from jax import lax
 
-import nonlinear_problems as nlp
+from benchmarks import nonlinear_problems as nlp
 import solvers
 from solvers import RESULTS
 

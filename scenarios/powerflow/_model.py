@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .._network_solve import newton, scalar, solve_graph, solve_graph_batch
+from .._member_result import AbstractMemberResult
+from .._network_solve import newton, solve_graph, solve_graph_batch
 from ._build import build_graph
 from ._case import PowerCase
 from ._elements import PowerGraph, branch_power
@@ -71,31 +72,14 @@ class BusResult:
         return math.degrees(self.va)
 
 
-class PowerResult:
-    """Bus voltages and injections by case bus number; ``index`` picks one member of a sweep."""
+class PowerResult(AbstractMemberResult):
+    """Bus voltages and injections by case bus number; ``index`` picks one member of a sweep.
+    ``residual_norm`` is max|F| in p.u. power mismatch.
+    """
 
     def __init__(self, model: PowerModel, solved, index: int | None = None):
-        self.model, self.solved, self.index = model, solved, index
+        super().__init__(model, solved, index)
         self._buses: dict | None = None
-
-    def _value(self, v) -> float:
-        return scalar(v, self.index)
-
-    @property
-    def converged(self) -> bool:
-        return bool(self._value(self.solved.solution.converged))
-
-    @property
-    def iterations(self) -> int:
-        return int(self._value(self.solved.solution.iterations))
-
-    @property
-    def residual_norm(self) -> float:
-        """max|F| at the solution (p.u. power mismatch)."""
-        return float(self._value(self.solved.solution.residual_norm))
-
-    def message(self) -> str:
-        return self.solved.solution.message(self.index)
 
     def bus(self, bus_id: int) -> BusResult:
         """The result at case bus number ``bus_id``."""

@@ -9,7 +9,8 @@ import numpy as np
 
 import solvers
 
-from .._network_solve import newton, scalar, solve_graph, solve_graph_batch
+from .._member_result import AbstractMemberResult
+from .._network_solve import newton, solve_graph, solve_graph_batch
 from ._build import build_graph
 from ._constants import WaterConstants
 from ._elements import WaterGraph
@@ -82,34 +83,17 @@ def _warn_status(problems: list) -> None:
                       "file ([STATUS]) to model that.", stacklevel=3)
 
 
-class WaterResult:
-    """Heads (m), flows (m3/s), demands by EPANET id; ``index`` picks one member of a sweep."""
+class WaterResult(AbstractMemberResult):
+    """Heads (m), flows (m3/s), demands by EPANET id; ``index`` picks one member of a sweep.
+    ``residual_norm`` is max|F| in m of head or m3/s of flow.
+    """
 
     def __init__(self, model: WaterModel, solved, index: int | None = None):
-        self.model, self.solved, self.index = model, solved, index
+        super().__init__(model, solved, index)
         g = solved.graph
         self._nodes = {**g.junctions, **g.reservoirs, **g.tanks}
         self._links = {**g.pipes, **g.pumps}
         self._demands: dict | None = None
-
-    def _value(self, v) -> float:
-        return scalar(v, self.index)
-
-    @property
-    def converged(self) -> bool:
-        return bool(self._value(self.solved.solution.converged))
-
-    @property
-    def iterations(self) -> int:
-        return int(self._value(self.solved.solution.iterations))
-
-    @property
-    def residual_norm(self) -> float:
-        """max|F| at the solution (m of head or m3/s of flow)."""
-        return float(self._value(self.solved.solution.residual_norm))
-
-    def message(self) -> str:
-        return self.solved.solution.message(self.index)
 
     def head(self, node: str) -> float:
         """Hydraulic head (m) at a junction, reservoir or tank."""

@@ -1,0 +1,5 @@
+"""Builds the optional C accelerator of the graph walk; everything else is in pyproject.toml."""
+
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension("simgraph._fastwalk", ["simgraph/_fastwalk.c"], optional=True)])

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from ._dense import DenseLU
@@ -77,6 +78,9 @@ class Default(AbstractRootMethod):
     region from the start (with three variable scalings in turn); then Newton-homotopy
     continuation. Each member keeps its best attempt (converged, else smallest residual)
     and its own code. Under ``vmap`` a fallback iterates only while some member needs it.
+    ``solvers.solve``/``solve_batch`` called outside transforms run Newton alone first and
+    compile the fallbacks only if some member failed, for those members only: a third of
+    the compile time when Newton succeeds, with the same answer.
 
     Over-determined systems (m > n) go to Levenberg-Marquardt (least squares).
     ``methods`` replaces the sequence of stages.
@@ -95,6 +99,14 @@ class Default(AbstractRootMethod):
                 TrustRegionRestarts(TrustRegion(max_steps=1000, **kw)),
                 Homotopy(inner=Newton(max_steps=50, **kw)))
 
+    def split(self, m: int, n: int) -> Optional[tuple]:
+        """``(first stage, the rest as a Default)`` for running the fallbacks only when needed;
+        None when there is nothing to split (least squares, or a single stage)."""
+        stages = self.stages()
+        if (self.methods is None and m > n) or len(stages) < 2:
+            return None
+        return stages[0], dataclasses.replace(self, methods=stages[1:])
+
     def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
         out = jax.eval_shape(problem.fn, x0, params)
         if self.methods is None and len(out.shape) == 1 and out.shape[0] > x0.shape[0]:
@@ -107,3 +119,33 @@ class Default(AbstractRootMethod):
             retry = active & ~best.converged & (best.result != int(RESULTS.nonfinite_input))
             best = merge(best, method.run(problem, x0, params, retry), retry)
         return best
+
+
+def needs_fallback(sol: FlatSolution) -> np.ndarray:
+    """Members a fallback stage retries: failed, with finite inputs (as Default.run does)."""
+    return ~np.asarray(sol.converged) & (np.asarray(sol.result) != int(RESULTS.nonfinite_input))
+
+
+def run_staged(method: Any, m: int, n: int,
+               attempt: Callable[[Any, Optional[np.ndarray]], FlatSolution]) -> FlatSolution:
+    """``Default`` on concrete inputs, stage by stage on the host: ``attempt(method, members)``
+    solves the given batch members (None: all) with a method. Newton runs alone; the fallback
+    stages are compiled and run only for the members it failed, then merged as ``Default.run``
+    merges (same answer, codes and summed counts). Other methods are run as they are."""
+    parts = method.split(m, n) if isinstance(method, Default) else None
+    if parts is None:
+        return attempt(method, None)
+    first, rest = parts
+    sol = attempt(first, None)
+    retry = needs_fallback(sol)
+    if not retry.any():
+        return sol
+    if retry.ndim == 0:
+        return merge(sol, attempt(rest, None), jnp.asarray(True))
+    idx = np.flatnonzero(retry)
+    size = min(1 << int(len(idx) - 1).bit_length(), retry.size)  # few distinct shapes to compile
+    padded = np.concatenate([idx, np.repeat(idx[-1:], size - len(idx))])
+    new = jax.tree_util.tree_map(lambda a: a[: len(idx)], attempt(rest, padded))
+    old = jax.tree_util.tree_map(lambda a: a[idx], sol)
+    merged = jax.vmap(merge)(old, new, jnp.ones(len(idx), bool))
+    return jax.tree_util.tree_map(lambda a, b: jnp.asarray(a).at[idx].set(b), sol, merged)

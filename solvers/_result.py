@@ -42,20 +42,26 @@ class RESULTS(enum.IntEnum):
 _MESSAGES = {
     RESULTS.successful: "Converged: max|F| (or the Newton step) is within tolerance.",
     RESULTS.max_steps_reached: (
-        "The iteration limit was reached before convergence. Try a larger max_steps, a "
-        "better start x0, or solvers.Default(), which falls back to Levenberg-Marquardt "
-        "and homotopy continuation."
+        "The iteration limit was reached before convergence. If max|F| is still falling, try "
+        "a larger max_steps or a better start x0. Newton, TrustRegion or "
+        "LevenbergMarquardt alone: try solvers.Default(), which retries failed members with "
+        "a dogleg trust region and then homotopy continuation. From Default, every stage "
+        "failed and this was the closest attempt: the problem may have no root near x0; "
+        "try another start, or check a graph's model with "
+        "solution.lowered.diagnose(solution.x)."
     ),
     RESULTS.line_search_failed: (
         "The line search could not reduce ||F||: the iterate is stuck where ||F|| has a "
         "local minimum that is not a root, so the system may have no solution near x0. "
-        "Try another start, solvers.Homotopy(...), or solvers.LevenbergMarquardt() to "
-        "find the least-squares point."
+        "Try another start, solvers.Default() (trust region and homotopy fallbacks), "
+        "solvers.Homotopy(...), or solvers.LevenbergMarquardt() to find the least-squares "
+        "point."
     ),
     RESULTS.singular_jacobian: (
         "The Jacobian is singular or too ill-conditioned to solve with. Look for an "
         "equation that depends on no unknown, an unknown that appears in no equation, or "
-        "redundant equations (e.g. a floating node in a circuit); otherwise try "
+        "redundant equations (e.g. a floating node in a circuit); "
+        "solution.lowered.diagnose(solution.x) names such parts. Otherwise try "
         "solvers.LevenbergMarquardt(), which regularises the step, or another start. If "
         "||F|| had stopped decreasing, the system may instead have no solution near x0: a "
         "minimum of ||F|| that is not a root has a singular Jacobian."
@@ -71,13 +77,14 @@ _MESSAGES = {
         "member. Fix the input values of this batch member."
     ),
     RESULTS.local_minimum: (
-        "Converged to a local minimum of ||F||^2 that is not a root: the system may have "
-        "no solution, or this start leads away from it. Try another start or "
-        "solvers.Homotopy(...)."
+        "Stopped at a local minimum of ||F||^2 that is not a root (trust region, "
+        "Levenberg-Marquardt or a jaxopt solver): the system may have no solution, or this "
+        "start leads away from it. Try another start or solvers.Homotopy(...)."
     ),
     RESULTS.continuation_failed: (
         "Homotopy continuation lost its path (it turned back past the start, or its step "
-        "shrank to nothing) before reaching t = 1. Try another start, a larger `steps`, or "
-        "give the problem its own continuation (e.g. source stepping)."
+        "shrank to nothing) before reaching t = 1. Try another start, a larger `steps` "
+        "(smaller first path step) or `max_steps`, or give the problem its own continuation "
+        "(FlatProblem.continuation, e.g. source stepping)."
     ),
 }

@@ -6,6 +6,7 @@ System's static structure.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import itertools
 import re
@@ -46,6 +47,26 @@ def _tokens(path: str) -> list | None:
         out.append(("attr", name) if name is not None else ("item", int(num) if num is not None else k1 or k2))
         pos = m.end()
     return out if pos == len(path) else None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Selection:
+    """The parameter leaves one ``solve_batch`` key selects, resolved before any tracing.
+
+    Hashable by its leaves (a static part of the compiled solve); ``key`` is the key as the
+    caller wrote it, for messages."""
+
+    key: str
+    picked: tuple  # (kind, column, row) per selected leaf, canonical order
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Selection) and self.picked == other.picked
+
+    def __hash__(self) -> int:
+        return hash(self.picked)
+
+    def __repr__(self) -> str:
+        return self.key
 
 
 class Paths:
@@ -164,6 +185,8 @@ class Paths:
     def select(self, where) -> list[tuple[int, int, int]]:
         """``(kind, column, row)`` of every parameter leaf ``where`` selects, in canonical order."""
         an = self.s.an
+        if isinstance(where, Selection):
+            return list(where.picked)
         if isinstance(where, str):
             hit = self.resolve(where)
             hit = hit[1] if hit is not None and hit[0] == "leaf" else None
@@ -206,14 +229,8 @@ class Paths:
                     f"{where!r} selects no parameter leaf. Use a key path such as "
                     "'.elements[0].g' (as jax.tree_util.keystr prints it), a field name, a node class or a "
                     "callable on sg.LeafInfo.")
-            shapes = {an.kinds[ki].columns[j].shape for ki, j, _ in picked}
             value = jnp.asarray(value)
-            per_leaf = len(shapes) == 1 and value.shape == (len(picked),) + next(iter(shapes))
-            if not per_leaf and any(value.shape != s for s in shapes):
-                raise sg.GraphError(
-                    f"value for {where!r} has shape {value.shape}; the {len(picked)} selected "
-                    f"leaves have shape(s) {sorted(shapes)}. Pass one value of the leaf shape, or "
-                    "one per selected leaf stacked on a leading axis.")
+            per_leaf = self.per_leaf(repr(where), picked, value.shape)
             by_col: dict = {}
             for i, (ki, j, row) in enumerate(picked):
                 by_col.setdefault((ki, j), []).append((row, i))
@@ -229,6 +246,82 @@ class Paths:
                 else:
                     new[kind.label][col.label] = jnp.asarray(old).at[rows].set(vals)
         return new
+
+
+    def per_leaf(self, label: str, picked, shape: tuple) -> bool:
+        """Whether a value of ``shape`` gives one value per selected leaf (True) or one for all
+        (False); raise if it fits neither."""
+        an = self.s.an
+        shapes = {an.kinds[ki].columns[j].shape for ki, j, _ in picked}
+        per_leaf = len(shapes) == 1 and shape == (len(picked),) + next(iter(shapes))
+        if not per_leaf and any(shape != s for s in shapes):
+            raise sg.GraphError(
+                f"value for {label} has shape {shape}; the {len(picked)} selected "
+                f"leaves have shape(s) {sorted(shapes)}. Pass one value of the leaf shape, or "
+                "one per selected leaf stacked on a leading axis.")
+        return per_leaf
+
+    # -- solve_batch keys, resolved before tracing -----------------------------------------
+    def sweep_key(self, key) -> Selection:
+        """The parameter leaves a ``solve_batch`` key selects; a clear error if it selects none.
+
+        A key path (leading dot optional), ``"Class.field"``, a bare field name, a node class
+        with a single parameter field, or a filter callable / tuple as ``sg.split`` takes."""
+        if isinstance(key, Selection):
+            return key
+        if isinstance(key, type):
+            picked = self._class_key(key)
+        elif isinstance(key, str):
+            hit = self.resolve(key)
+            if hit is not None and hit[0] == "node":
+                raise sg.GraphError(
+                    f"solve_batch key {key!r} is a node, not a parameter: name one of its "
+                    f"fields, e.g. {', '.join(self._fields_of(hit[1]))}.")
+            path_like = key.strip().startswith((".", "[")) or "[" in key
+            picked = [] if hit is None and path_like else self.select(key.strip())
+        else:
+            picked = self.select(key)
+        if not picked:
+            raise sg.GraphError(self._no_such_key(key))
+        name = key.__name__ if isinstance(key, type) else key if isinstance(key, str) else repr(key)
+        return Selection(name, tuple(picked))
+
+    def _class_key(self, cls: type) -> list:
+        kinds = [k for k in self.s.an.kinds if issubclass(k.cls, cls)]
+        fields = sorted({c.field for k in kinds for c in k.columns if not c.unknown})
+        if len(fields) > 1:
+            raise sg.GraphError(
+                f"solve_batch key {cls.__name__} (a node class) would set every parameter of "
+                f"its nodes ({', '.join(fields)}) to the same values. Name the field: "
+                f"{{'{cls.__name__}.{fields[0]}': values}}.")
+        return self.select(cls)
+
+    def _fields_of(self, k: int) -> list:
+        base = jax.tree_util.keystr(_kinds.node_paths(self.s.an)[k])
+        kind = self.s.an.kinds[int(self.s.an.kind_of[k])]
+        return [repr(base + "." + f) for f in dict.fromkeys(c.field for c in kind.columns
+                                                             if not c.unknown)][:4]
+
+    def _parameter_names(self) -> list:
+        """Key paths of every parameter leaf, then every ``Class.field`` of a parameter."""
+        leaves = self._index()[1]
+        kinds = self.s.an.kinds
+        paths = [p for p, (ki, j, _) in itertools.islice(leaves.items(), 20000)
+                 if not kinds[ki].columns[j].unknown]
+        fields = {f"{k.cls.__name__}.{c.field}" for k in kinds for c in k.columns if not c.unknown}
+        return paths + sorted(fields)
+
+    def _no_such_key(self, key) -> str:
+        names = self._parameter_names()
+        text = key.strip() if isinstance(key, str) else getattr(key, "__name__", repr(key))
+        near = difflib.get_close_matches(_normalize(text), names, n=3, cutoff=0.5)
+        near += [m for m in difflib.get_close_matches(text, names, n=3, cutoff=0.5) if m not in near]
+        hint = f" Did you mean {', '.join(map(repr, near[:4]))}?" if near else ""
+        example = f" (e.g. {names[0]!r})" if names else ""
+        return (f"solve_batch key {key!r} selects no parameter of this graph.{hint} A key is a "
+                f"key path as jax.tree_util.keystr prints it{example}, with or without the "
+                "leading dot; 'Class.field' for that field of every node of a class; or a "
+                "callable on sg.LeafInfo. list(sg.split(graph)[0]) lists every leaf's key path.")
 
 
 def _close(path: str, names: dict) -> str:

@@ -1,0 +1,148 @@
+"""solve_batch keys and values: every key spelling, checked before tracing, with clear errors."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simgraph as sg
+import solvers
+from solvers import _graph
+
+
+class Slope(sg.ReffableTreeNode):
+    value: jax.Array
+
+
+class Cubic(sg.ReffableTreeNode):
+    c: jax.Array
+    m: Slope
+    x: jax.Array = sg.unknown(default=1.0)
+
+    def residual(self):
+        return self.m.value * self.x ** 3 - self.c
+
+
+class Source(sg.ReffableTreeNode):
+    voltage: jax.Array
+    offset: jax.Array
+
+
+class Drop(sg.ReffableTreeNode):
+    source: Source
+    parts: dict
+    v: jax.Array = sg.unknown(default=0.0)
+
+    def residual(self):
+        return self.v - self.source.voltage - self.source.offset - self.parts["a"].value
+
+
+def drop():
+    return Drop(Source(jnp.asarray(1.0), jnp.asarray(0.0)), {"a": Slope(jnp.asarray(0.0))})
+
+
+def cubics():
+    slope = Slope(jnp.asarray(2.0))
+    return sg.Bundle(Cubic(jnp.asarray(2.0), slope), Cubic(jnp.asarray(16.0), slope))
+
+
+@pytest.fixture
+def no_solve(monkeypatch):
+    """Fail the test if anything is solved (or traced): key errors come first."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("solve_flat_batch was reached")
+    monkeypatch.setattr(_graph, "solve_flat_batch", refuse)
+
+
+VOLTS = jnp.linspace(0.5, 5.0, 7)
+
+
+@pytest.mark.parametrize("key", ["source.voltage", ".source.voltage", "Source.voltage",
+                                 "voltage", " source.voltage "])
+def test_attribute_paths_and_class_fields_are_keys(key):
+    sol = solvers.solve_batch(drop(), {key: VOLTS})
+    assert bool(sol.converged.all())
+    np.testing.assert_allclose(sol.x[:, 0], VOLTS)
+
+
+@pytest.mark.parametrize("key", ["parts['a'].value", ".parts['a'].value", '.parts["a"].value'])
+def test_dict_keys_as_keystr_prints_them(key):
+    sol = solvers.solve_batch(drop(), {key: VOLTS})
+    np.testing.assert_allclose(sol.x[:, 0], 1.0 + VOLTS)
+
+
+def test_list_indices_and_shared_class_field():
+    graph = cubics()
+    cs = jnp.asarray([2.0, 54.0])
+    one = solvers.solve_batch(graph, {"items[1].c": cs})
+    np.testing.assert_allclose(one.x[:, 1], (cs / 2.0) ** (1 / 3))
+    np.testing.assert_allclose(one.x[:, 0], 1.0)
+    both = solvers.solve_batch(graph, {"Cubic.c": cs})
+    np.testing.assert_allclose(both.x, np.repeat(((cs / 2.0) ** (1 / 3))[:, None], 2, 1))
+    per_leaf = solvers.solve_batch(graph, {"Cubic.c": jnp.asarray([[2.0, 16.0], [16.0, 2.0]])})
+    np.testing.assert_allclose(per_leaf.x, [[1.0, 2.0], [2.0, 1.0]])
+    np.testing.assert_allclose(per_leaf.params["Cubic"]["c"], [[2.0, 16.0], [16.0, 2.0]])
+
+
+def test_single_field_class_and_callable_keys():
+    graph = cubics()
+    by_class = solvers.solve_batch(graph, {Slope: jnp.asarray([0.25, 16.0])})
+    np.testing.assert_allclose(by_class.x[:, 1], [4.0, 1.0])
+    by_pred = solvers.solve_batch(graph, {lambda info: info.field == "value": jnp.asarray([16.0])})
+    np.testing.assert_allclose(by_pred.x[0], [0.5, 1.0])
+
+
+def test_unknown_key_names_it_and_suggests_paths(no_solve):
+    with pytest.raises(sg.GraphError) as err:
+        solvers.solve_batch(drop(), {"sorce.voltage": VOLTS})
+    text = str(err.value)
+    assert "'sorce.voltage'" in text and "'.source.voltage'" in text
+    assert "Class.field" in text and "sg.split" in text
+    with pytest.raises(sg.GraphError, match="Did you mean '.items\\[1\\].c'"):
+        solvers.solve_batch(cubics(), {"[1].c": jnp.ones(2)})
+    with pytest.raises(sg.GraphError, match="'Source.voltage'"):
+        solvers.solve_batch(drop(), {"Sourse.voltage": VOLTS})
+
+
+def test_class_key_with_several_fields_asks_for_one(no_solve):
+    with pytest.raises(sg.GraphError, match="offset, voltage.*'Source.offset'"):
+        solvers.solve_batch(drop(), {Source: VOLTS})
+
+
+def test_node_and_unknown_keys_are_explained(no_solve):
+    with pytest.raises(sg.GraphError, match="is a node.*'.source.voltage'"):
+        solvers.solve_batch(drop(), {"source": VOLTS})
+    with pytest.raises(sg.GraphError, match="unknown, not a parameter"):
+        solvers.solve_batch(drop(), {".v": VOLTS})
+
+
+def test_value_shapes_are_checked_first(no_solve):
+    with pytest.raises(ValueError, match="'source.voltage': 7, 'Source.offset': 3"):
+        solvers.solve_batch(drop(), {"source.voltage": VOLTS, "Source.offset": jnp.ones(3)})
+    with pytest.raises(ValueError, match="scalar"):
+        solvers.solve_batch(drop(), {"source.voltage": 1.0})
+    with pytest.raises(sg.GraphError, match="shape \\(2,\\)"):
+        solvers.solve_batch(drop(), {"source.voltage": jnp.ones((7, 2))})
+    with pytest.raises(ValueError, match="at least one"):
+        solvers.solve_batch(drop(), {})
+
+
+def test_prebuilt_system_is_reused(monkeypatch):
+    graph = drop()
+    system = solvers.System.build(graph)
+    expected = solvers.solve_batch(graph, {"source.voltage": VOLTS})
+
+    def rebuild(*args, **kwargs):
+        raise AssertionError("the graph was lowered again")
+
+    monkeypatch.setattr(solvers.System, "build", rebuild)
+    sol = solvers.solve_batch(system, {"source.voltage": VOLTS})
+    assert sol.lowered is system
+    np.testing.assert_allclose(sol.x, expected.x)
+    np.testing.assert_allclose(solvers.solve(system).x, [1.0])
+
+
+def test_batch_inside_jit_keeps_keys():
+    graph = drop()
+    xs = jax.jit(lambda v: solvers.solve_batch(graph, {"source.voltage": v}).x)(VOLTS)
+    np.testing.assert_allclose(xs[:, 0], VOLTS)

@@ -2,17 +2,19 @@
 
 Each domain's ``run(...)`` returns a :class:`Report`; ``python -m scenarios run`` prints it,
 writes ``report.json`` with ``--json`` and calls ``report.draw(figure)`` with ``--plot``.
+The helpers below build the parts a domain's run shares with the others: the report from a
+result's JSON document (:meth:`Report.from_doc`), table rows of named values or of a sweep's
+ends, and line or bar plots of named values.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-import solvers
-
-__all__ = ["Report", "SweepSpec", "solve_status", "solver_name", "quick_solve", "fmt"]
+__all__ = ["Report", "SweepSpec", "solve_status", "solver_name", "fmt", "named_rows",
+           "sweep_span", "sweep_rows", "plot_lines", "plot_bars"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,14 +42,24 @@ class Report:
     title: str = ""
     notes: list = dataclasses.field(default_factory=list)
 
+    @classmethod
+    def from_doc(cls, scenario: str, doc: Mapping, rows: list, solver: Any = None,
+                 draw: Callable[[Any], None] | None = None, *, title: str = "",
+                 notes: Iterable[str] = ()) -> "Report":
+        """The report of a run whose JSON document ``doc`` (a result's ``to_json()``) holds
+        ``converged``, ``iterations`` and ``residual_norm``; ``solver`` is the method the
+        run was given (named by :func:`solver_name`)."""
+        return cls(scenario, solver_name(solver), bool(doc["converged"]), int(doc["iterations"]),
+                   float(doc["residual_norm"]), rows, doc, draw, title, list(notes))
+
     def table(self, max_rows: int = 12) -> str:
         """The readable summary printed by ``python -m scenarios run``."""
         head = [("scenario", self.scenario, ""), ("solver", self.solver, ""),
                 ("converged", "yes" if self.converged else "NO", ""),
                 ("iterations", str(self.iterations), ""),
                 ("residual", f"{self.residual_norm:.3g}", "max|F|")]
-        rows = [(str(n), v if isinstance(v, str) else fmt(v), u) for n, v, u in self.rows]
-        shown = rows[:max_rows]
+        shown = [(str(n), v if isinstance(v, str) else fmt(v), u)
+                 for n, v, u in self.rows[:max_rows]]  # format only what is printed
         width = max(len(n) for n, _, _ in head + shown)
         vwidth = max(len(v) for _, v, _ in head + shown)
         lines = [self.title] if self.title else []
@@ -55,8 +67,8 @@ class Report:
         if shown:
             lines.append("  " + "-" * (width + vwidth + 2))
             lines += [f"  {n:<{width}}  {v:>{vwidth}}  {u}".rstrip() for n, v, u in shown]
-        if len(rows) > max_rows:
-            lines.append(f"  ... and {len(rows) - max_rows} more (all of them in --json)")
+        if len(self.rows) > max_rows:
+            lines.append(f"  ... and {len(self.rows) - max_rows} more (all of them in --json)")
         return "\n".join(lines + [f"  note: {n}" for n in self.notes])
 
 
@@ -77,20 +89,48 @@ def solve_status(solution) -> tuple[bool, int, float]:
 
 
 def solver_name(solver: Any) -> str:
-    """Short display name of a solve method (``None``: the library's default polyalgorithm)."""
+    """Short display name of a solve method. None: the domain's default, the library's
+    ``solvers.Default`` polyalgorithm (``solvers.solve`` / ``solve_batch`` run its Newton stage
+    first and compile the fallbacks only for members that failed)."""
     return "Default" if solver is None else type(solver).__name__
 
 
-def quick_solve(attempt: Callable[[Any], Any], solver: Any = None) -> tuple[Any, Any]:
-    """``(attempt(method), method)``: with ``solver`` if given; else Newton first (it compiles
-    in a fraction of the polyalgorithm's time, which matters for a command-line run) and
-    ``solvers.Default()`` only if some member did not converge. ``attempt`` returns a result
-    with ``.solution.converged`` or a sweep with ``.converged``."""
-    if solver is not None:
-        return attempt(solver), solver
-    newton = solvers.Newton()
-    out = attempt(newton)
-    if np.all(np.asarray(getattr(out, "solution", out).converged)):
-        return out, newton
-    fallback = solvers.Default()
-    return attempt(fallback), fallback
+def named_rows(label: str, values: Mapping, unit: str) -> list:
+    """Table rows ``(label.format(name), value, unit)`` of a ``{name: value}`` group."""
+    return [(label.format(name), value, unit) for name, value in values.items()]
+
+
+def sweep_span(param: str, values) -> str:
+    """``PARAM=FIRST..LAST``: the range of a sweep, for its row labels."""
+    return f"{param}={values[0]:.4g}..{values[-1]:.4g}"
+
+
+def sweep_rows(label: str, names: Iterable[str], column: Callable[[str], Any], unit: str,
+               span: str) -> list:
+    """Table rows of a sweep's first and last values: ``(label.format(name) at span,
+    "first .. last", unit)`` for each name, the values over the sweep being ``column(name)``."""
+    return [(f"{label.format(name)} at {span}", f"{fmt(v[0])} .. {fmt(v[-1])}", unit)
+            for name, v in ((name, column(name)) for name in names)]
+
+
+def plot_lines(ax, x, curves: Mapping, xlabel: str, ylabel: str, title: str, **legend) -> None:
+    """One labelled line per ``{label: y}`` of ``curves`` against ``x``, on a matplotlib axis
+    (``legend``: options of ``ax.legend``)."""
+    for label, y in curves.items():
+        ax.plot(x, y, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(**legend)
+
+
+def plot_bars(ax, values: Mapping, ylabel: str, title: str, color: str, xlabel: str = "",
+              bottom: float | None = None) -> None:
+    """A bar per ``{name: value}`` of ``values`` on a matplotlib axis (``bottom``: where the
+    value axis starts, default matplotlib's)."""
+    ax.bar(list(values), list(values.values()), color=color)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if bottom is not None:
+        ax.set_ylim(bottom=bottom)

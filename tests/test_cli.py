@@ -45,6 +45,7 @@ def test_run_equations_prints_a_table_and_writes_json(capsys, tmp_path):
     code, out, _ = _run(capsys, "run", "equations", "--json", str(path))
     assert code == 0
     assert "solver" in out and "iterations" in out and "x[e2]" in out
+    assert "Default" in out  # the method that ran: the default, Newton first (solvers.solve)
     doc = json.loads(path.read_text())
     assert doc["converged"] is True and doc["residual_norm"] < 1e-9
     assert doc["x"] == pytest.approx({"e1": 0.5, "e2": 1.5, "e3": -2.5, "e4": 2.0, "e5": 0.5})
@@ -155,25 +156,22 @@ def test_default_plots_from_the_json_documents(tmp_path, name, doc):
     assert default_draw("circuit", {"node_voltages": {"1": 1.0}}) is None  # no sweep: no plot
 
 
-def test_quick_solve_tries_newton_first_and_falls_back_to_the_default():
+def test_report_helpers_read_the_status_and_format_the_rows():
     import solvers
-    from scenarios._cli_report import quick_solve
+    from scenarios._cli_report import Report, named_rows, sweep_rows, sweep_span
 
-    class Out:
-        def __init__(self, ok):
-            self.converged = np.array([True, ok])
-
-    tried = []
-
-    def attempt(method, ok_with=solvers.Default):
-        tried.append(type(method).__name__)
-        return Out(isinstance(method, ok_with))
-
-    out, method = quick_solve(attempt)
-    assert tried == ["Newton", "Default"] and isinstance(method, solvers.Default)
-    tried.clear()
-    out, method = quick_solve(lambda m: attempt(m, ok_with=solvers.Newton))
-    assert tried == ["Newton"] and isinstance(method, solvers.Newton)
+    doc = {"T": {"a": 1.0}, "converged": np.True_, "iterations": np.int32(3),
+           "residual_norm": np.float64(1e-12)}
+    report = Report.from_doc("thermal", doc, named_rows("T[{}]", doc["T"], "K"), None)
+    assert report.solver == "Default" and report.converged is True and report.iterations == 3
+    assert report.rows == [("T[a]", 1.0, "K")] and report.json is doc
+    assert Report.from_doc("thermal", doc, [], solvers.Newton()).solver == "Newton"
+    values = np.array([0.0, 0.5, 2.0])
+    span = sweep_span("P", values)
+    assert span == "P=0..2"
+    columns = {"a": values, "u": np.stack([values, values + 1], axis=-1)}
+    assert sweep_rows("x[{}]", ["a", "u"], columns.__getitem__, "m", span) == [
+        ("x[a] at P=0..2", "0 .. 2", "m"), ("x[u] at P=0..2", "(0, 1) .. (2, 3)", "m")]
 
 
 def test_module_entry_point_exits_2_without_traceback():

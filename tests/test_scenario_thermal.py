@@ -1,13 +1,13 @@
 """Thermal networks against closed forms (grey parallel plates, shields) and energy balance."""
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
 from scipy.optimize import brentq
 
 import solvers
+from scenario_inputs import edited_example
 from scenarios import thermal as th
 
 SIGMA = th.STEFAN_BOLTZMANN
@@ -142,29 +142,17 @@ def test_sweep_of_the_heater_matches_the_closed_form_at_every_point():
     assert sweep.to_json()["sweep"][3]["temperatures"]["p1"] == pytest.approx(expected[3])
 
 
-def test_reader_errors_name_the_file_and_entry(tmp_path):
-    doc = json.loads(th.EXAMPLE.read_text())
-    bad = tmp_path / "net.json"
-    doc["radiation"]["hot_to_shield"]["b"] = "nowhere"
-    bad.write_text(json.dumps(doc))
-    with pytest.raises(th.FormatError, match=r"net.json: \.radiation\.hot_to_shield\.b: "
-                                             r"unknown node \"nowhere\""):
-        th.read_thermal(bad)
-    doc = json.loads(th.EXAMPLE.read_text())
-    doc["radiation"]["hot_to_shield"]["emissivity"] = [0.8, 1.5]
-    bad.write_text(json.dumps(doc))
-    with pytest.raises(th.FormatError, match=r"emissivities must be in \(0, 1\]"):
-        th.read_thermal(bad)
-    doc = json.loads(th.EXAMPLE.read_text())
-    del doc["fixed"]
-    bad.write_text(json.dumps(doc))
-    with pytest.raises(th.FormatError, match=r"\.fixed: no fixed-temperature boundary"):
-        th.read_thermal(bad)
-    doc = json.loads(th.EXAMPLE.read_text())
-    doc["conduction"]["strut"]["g"] = 1.0
-    bad.write_text(json.dumps(doc))
-    with pytest.raises(th.FormatError, match=r"\.conduction\.strut\.g: unknown key"):
-        th.read_thermal(bad)
+@pytest.mark.parametrize("edit, match", [
+    (lambda d: d["radiation"]["hot_to_shield"].update(b="nowhere"),
+     r"net.json: \.radiation\.hot_to_shield\.b: unknown node \"nowhere\""),
+    (lambda d: d["radiation"]["hot_to_shield"].update(emissivity=[0.8, 1.5]),
+     r"emissivities must be in \(0, 1\]"),
+    (lambda d: d.pop("fixed"), r"\.fixed: no fixed-temperature boundary"),
+    (lambda d: d["conduction"]["strut"].update(g=1.0), r"\.conduction\.strut\.g: unknown key"),
+])
+def test_reader_errors_name_the_file_and_entry(tmp_path, edit, match):
+    with pytest.raises(th.FormatError, match=match):
+        th.read_thermal(edited_example(th.EXAMPLE, tmp_path / "net.json", edit))
 
 
 def test_run_report_json_on_the_shipped_example():

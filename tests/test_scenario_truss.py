@@ -1,7 +1,6 @@
 """Large-displacement truss statics against the closed-form two-bar (von Mises) truss."""
 from __future__ import annotations
 
-import json
 
 import jax
 import numpy as np
@@ -9,6 +8,7 @@ import pytest
 from scipy.optimize import brentq
 
 import solvers
+from scenario_inputs import edited_example
 from scenarios import truss as tr
 from solvers import solve
 
@@ -96,28 +96,26 @@ def test_grad_of_the_deflection_with_respect_to_the_stiffness():
     assert s > 0
 
 
-def test_reader_and_errors(tmp_path):
+def test_reader_and_sweep_parameter_errors():
     truss = tr.read_truss(tr.EXAMPLE)
     assert truss.node_names == ("left", "right", "apex")
     assert float(truss.bars[0].L0) == pytest.approx(np.hypot(1.0, 0.1))
     assert truss.bars[0].b is truss.bars[1].b  # the apex is one shared node
-    doc = json.loads(tr.EXAMPLE.read_text())
-    bad = tmp_path / "t.json"
-    doc["bars"]["left_bar"]["b"] = "left"
-    bad.write_text(json.dumps(doc))
-    with pytest.raises(tr.FormatError, match=r"t.json: \.bars\.left_bar: bar joins 'left' to "
-                                             r"itself"):
-        tr.read_truss(bad)
-    doc = json.loads(tr.EXAMPLE.read_text())
-    doc["supports"]["pin_left"]["fixed"] = [1, 1]
-    bad.write_text(json.dumps(doc))
-    with pytest.raises(tr.FormatError, match=r"\.supports\.pin_left\.fixed: expected a list of 2 "
-                                             r"true/false values"):
-        tr.read_truss(bad)
     with pytest.raises(KeyError, match="nothing named 'Q' to sweep"):
         tr.parameter_path(truss, "Q")
     with pytest.raises(KeyError, match="does not fix ux"):
         tr.parameter_path(_arch(control=True), "apex_control.ux")
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda d: d["bars"]["left_bar"].update(b="left"),
+     r"t.json: \.bars\.left_bar: bar joins 'left' to itself"),
+    (lambda d: d["supports"]["pin_left"].update(fixed=[1, 1]),
+     r"\.supports\.pin_left\.fixed: expected a list of 2 true/false values"),
+])
+def test_reader_errors_name_the_file_and_entry(tmp_path, edit, match):
+    with pytest.raises(tr.FormatError, match=match):
+        tr.read_truss(edited_example(tr.EXAMPLE, tmp_path / "t.json", edit))
 
 
 def test_run_report_json_on_the_shipped_example():

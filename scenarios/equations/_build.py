@@ -12,6 +12,7 @@ from typing import Mapping
 
 import jax.numpy as jnp
 
+from .._named import lookup
 from .._spec_input import Spec
 from ._model import Equation, EquationSet, GradientProvider
 
@@ -28,12 +29,9 @@ def build_equations(providers: Mapping[str, float],
         raise ValueError("build_equations needs at least one provider and one equation")
     shared = {name: GradientProvider(jnp.asarray(value, dtype=float))
               for name, value in providers.items()}
-    eqs = []
-    for name, (constant, provider) in equations.items():
-        if provider not in shared:
-            raise KeyError(f"equation {name!r} names provider {provider!r}, which is not "
-                           f"defined; the providers are {', '.join(shared)}")
-        eqs.append(Equation(jnp.asarray(constant, dtype=float), shared[provider]))
+    eqs = [Equation(jnp.asarray(constant, dtype=float),
+                    lookup(shared, provider, f"equation {name!r}", "provider"))
+           for name, (constant, provider) in equations.items()]
     return EquationSet(eqs, list(shared.values()), tuple(equations), tuple(shared))
 
 

@@ -78,7 +78,15 @@ def sweep_equations(graph: EquationSet, param: str, values, solver: Any = None,
 
 def sensitivities(graph: EquationSet, solver: Any = None) -> dict:
     """``{provider: {equation: dx/dm}}``: derivatives of every solution with respect to every
-    slope, by reverse mode through the solve (one ``jax.jacrev``); ``graph`` is not mutated."""
+    slope, by reverse mode through the solve (one ``jax.jacrev``); ``graph`` is not mutated.
+
+    With ``solver=None`` the graph is solved first outside the transform (``solvers.solve``
+    stages its default: Newton, the fallbacks only if Newton fails) and differentiated at that
+    root with Newton, which stops there at once: the fallback stages, which a traced solve
+    would compile whether needed or not, are never traced.
+    """
+    if solver is None:
+        graph, solver = solve_equations(graph).graph, solvers.Newton()
     state, structure = sg.split(graph, "GradientProvider.value")
     paths = [parameter_path(graph, p) for p in graph.provider_names]
 

@@ -20,6 +20,7 @@ from typing import Mapping, Sequence
 import jax
 import jax.numpy as jnp
 
+from .._named import lookup
 from .._spec_input import Spec
 from ._model import (STEFAN_BOLTZMANN, Conduction, FixedTemperature, HeatLoad, Radiation,
                      ThermalNetwork, ThermalNode, grey_body_factor)
@@ -41,10 +42,7 @@ def build_thermal(nodes: Mapping[str, float] | Sequence[str], *,
     made = {n: ThermalNode(jnp.asarray(t, dtype=float)) for n, t in starts.items()}
 
     def node(name, where):
-        if name not in made:
-            raise KeyError(f"{where} names node {name!r}, which is not defined; the nodes are "
-                           f"{', '.join(made)}")
-        return made[name]
+        return lookup(made, name, where)
 
     def f(v):
         return jnp.asarray(v, dtype=float)

@@ -5,10 +5,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-
-from .._cli_report import Report, SweepSpec, quick_solve, solver_name
+from .._cli_report import (Report, SweepSpec, named_rows, plot_bars, plot_lines, sweep_rows,
+                           sweep_span)
 from ._build import read_thermal
-from ._solve import solve_thermal, sweep_thermal
+from ._solve import ThermalSweep, solve_thermal, sweep_thermal
 
 __all__ = ["EXAMPLE", "run"]
 
@@ -19,51 +19,36 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "thermal" / "shielde
 def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
         solver: Any = None, progress: bool | None = None) -> Report:
     """Solve the network file (default: :data:`EXAMPLE`), or sweep a load, boundary
-    temperature or conductance by name in batched solves.
-
-    ``solver``: a method object; by default Newton, and ``solvers.Default()`` only if Newton
-    fails (see :func:`scenarios._cli_report.quick_solve`).
+    temperature or conductance by name in batched solves. ``solver``: a method object
+    (default: that of :func:`solve_thermal`, ``solvers.Default``).
     """
     net = read_thermal(input or EXAMPLE)
     if sweep is not None:
-        return _sweep_report(net, sweep, solver, progress)
-    result, method = quick_solve(lambda m: solve_thermal(net, solver=m), solver)
-    doc = result.to_json()
-    rows = ([(f"T[{n}]", v, "K") for n, v in doc["temperatures"].items()]
-            + [(f"q[{n}]", v, "W") for n, v in doc["heat_flows"].items()]
-            + [(f"boundary q[{n}]", v, "W") for n, v in doc["boundary_heat"].items()]
+        return _sweep_report(net, sweep_thermal(net, sweep.param, sweep.values, solver=solver,
+                                                progress=progress), solver)
+    doc = solve_thermal(net, solver=solver).to_json()
+    rows = (named_rows("T[{}]", doc["temperatures"], "K")
+            + named_rows("q[{}]", doc["heat_flows"], "W")
+            + named_rows("boundary q[{}]", doc["boundary_heat"], "W")
             + [("energy imbalance", doc["energy_imbalance"], "W")])
 
     def draw(fig):
-        ax = fig.add_subplot()
-        names = list(doc["temperatures"])
-        ax.bar(names, [doc["temperatures"][n] for n in names], color="tab:red")
-        ax.set_ylabel("temperature (K)")
-        ax.set_title("steady-state node temperatures")
-        ax.set_ylim(bottom=0.9 * min(doc["temperatures"].values()))
+        temperatures = doc["temperatures"]
+        plot_bars(fig.add_subplot(), temperatures, "temperature (K)",
+                  "steady-state node temperatures", "tab:red",
+                  bottom=0.9 * min(temperatures.values()))
 
-    return Report("thermal", solver_name(method), doc["converged"], doc["iterations"],
-                  doc["residual_norm"], rows, doc, draw,
-                  title="thermal network with conduction and grey-body radiation")
+    return Report.from_doc("thermal", doc, rows, solver, draw,
+                           title="thermal network with conduction and grey-body radiation")
 
 
-def _sweep_report(net, sweep: SweepSpec, solver, progress) -> Report:
-    result, method = quick_solve(lambda m: sweep_thermal(net, sweep.param, sweep.values,
-                                                         solver=m, progress=progress), solver)
-    doc = result.to_json()
-    span = f"{sweep.param}={sweep.values[0]:.4g}..{sweep.values[-1]:.4g}"
-    rows = [(f"T[{n}] at {span}", f"{t[0]:.6g} .. {t[-1]:.6g}", "K")
-            for n, t in ((n, result.temperature(n)) for n in net.node_names)]
+def _sweep_report(net, result: ThermalSweep, solver) -> Report:
+    names, param = net.node_names, result.param
+    rows = sweep_rows("T[{}]", names, result.temperature, "K", sweep_span(param, result.values))
 
     def draw(fig):
-        ax = fig.add_subplot()
-        for name in net.node_names:
-            ax.plot(result.values, result.temperature(name), label=name)
-        ax.set_xlabel(sweep.param)
-        ax.set_ylabel("temperature (K)")
-        ax.set_title(f"temperatures over a sweep of {sweep.param}")
-        ax.legend()
+        plot_lines(fig.add_subplot(), result.values, {n: result.temperature(n) for n in names},
+                   param, "temperature (K)", f"temperatures over a sweep of {param}")
 
-    return Report("thermal", solver_name(method), doc["converged"], doc["iterations"],
-                  doc["residual_norm"], rows, doc, draw,
-                  title=f"thermal network, batched sweep of {sweep.param}")
+    return Report.from_doc("thermal", result.to_json(), rows, solver, draw,
+                           title=f"thermal network, batched sweep of {param}")

@@ -18,6 +18,7 @@ from typing import Mapping
 import jax
 import jax.numpy as jnp
 
+from .._named import lookup
 from .._spec_input import Spec
 from ._model import Bar, Load, Support, Truss, TrussNode
 
@@ -34,10 +35,7 @@ def build_truss(nodes: Mapping[str, tuple], bars: Mapping[str, tuple], *,
     made = {n: TrussNode(jnp.asarray(xy, dtype=float)) for n, xy in nodes.items()}
 
     def node(name, where):
-        if name not in made:
-            raise KeyError(f"{where} names node {name!r}, which is not defined; the nodes are "
-                           f"{', '.join(made)}")
-        return made[name]
+        return lookup(made, name, where)
 
     made_bars = []
     for name, (a, b, ea, *rest) in dict(bars).items():

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from .._cli_report import Report, SweepSpec, fmt, quick_solve, solver_name
+from .._cli_report import Report, SweepSpec, named_rows, sweep_rows, sweep_span
 from ._build import read_truss
-from ._solve import solve_truss, sweep_truss
+from ._solve import TrussSweep, solve_truss, sweep_truss
 
 __all__ = ["EXAMPLE", "run"]
 
@@ -20,19 +20,18 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "truss" / "von_mises
 def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
         solver: Any = None, progress: bool | None = None) -> Report:
     """Solve the truss file (default: :data:`EXAMPLE`), or sweep a load factor (``P``) or a
-    prescribed support displacement (``SUPPORT.uy``) in batched solves.
-
-    ``solver``: a method object; by default Newton, and ``solvers.Default()`` only if Newton
-    fails (see :func:`scenarios._cli_report.quick_solve`).
+    prescribed support displacement (``SUPPORT.uy``) in batched solves. ``solver``: a method
+    object (default: that of :func:`solve_truss`, ``solvers.Default``).
     """
     truss = read_truss(input or EXAMPLE)
     if sweep is not None:
-        return _sweep_report(truss, sweep, solver, progress)
-    result, method = quick_solve(lambda m: solve_truss(truss, solver=m), solver)
+        return _sweep_report(truss, sweep_truss(truss, sweep.param, sweep.values, solver=solver,
+                                                progress=progress), solver)
+    result = solve_truss(truss, solver=solver)
     doc = result.to_json()
-    rows = ([(f"u[{n}]", v, "m") for n, v in doc["displacements"].items()]
-            + [(f"N[{n}]", v, "N") for n, v in doc["axial_forces"].items()]
-            + [(f"R[{n}]", v, "N") for n, v in doc["reactions"].items()])
+    rows = (named_rows("u[{}]", doc["displacements"], "m")
+            + named_rows("N[{}]", doc["axial_forces"], "N")
+            + named_rows("R[{}]", doc["reactions"], "N"))
 
     def draw(fig):
         ax = fig.add_subplot()
@@ -45,26 +44,22 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
         ax.set_xlabel("x (m)")
         ax.set_ylabel("y (m)")
 
-    return Report("truss", solver_name(method), doc["converged"], doc["iterations"],
-                  doc["residual_norm"], rows, doc, draw,
-                  title="plane truss, exact large-displacement kinematics")
+    return Report.from_doc("truss", doc, rows, solver, draw,
+                           title="plane truss, exact large-displacement kinematics")
 
 
-def _sweep_report(truss, sweep: SweepSpec, solver, progress) -> Report:
-    result, method = quick_solve(lambda m: sweep_truss(truss, sweep.param, sweep.values,
-                                                       solver=m, progress=progress), solver)
-    doc = result.to_json()
-    watched = _watched_node(truss, sweep.param)
+def _sweep_report(truss, result: TrussSweep, solver) -> Report:
+    param = result.param
+    watched = _watched_node(truss, param)
+    span = sweep_span(param, result.values)
+    rows = (sweep_rows("u[{}]", [watched], result.displacement, "m", span)
+            + sweep_rows("N[{}]", truss.bar_names, result.axial_force, "N", span))
+
     u = result.displacement(watched)
-    span = f"{sweep.param}={sweep.values[0]:.4g}..{sweep.values[-1]:.4g}"
-    rows = [(f"u[{watched}] at {span}", f"{fmt(u[0])} .. {fmt(u[-1])}", "m")]
-    rows += [(f"N[{b}] at {span}", f"{result.axial_force(b)[0]:.6g} .. "
-              f"{result.axial_force(b)[-1]:.6g}", "N") for b in truss.bar_names]
-
-    if sweep.param in truss.load_names:  # load control: load factor against deflection
-        x, y, ylabel = -u[:, 1], result.values, f"load factor of {sweep.param}"
+    if param in truss.load_names:  # load control: load factor against deflection
+        x, y, ylabel = -u[:, 1], result.values, f"load factor of {param}"
     else:  # displacement control: the force the support must apply, against deflection
-        support = sweep.param.rpartition(".")[0]
+        support = param.rpartition(".")[0]
         x, y, ylabel = -u[:, 1], -result.reaction(support)[:, 1], f"downward force at {watched} (N)"
 
     def draw(fig):
@@ -76,8 +71,8 @@ def _sweep_report(truss, sweep: SweepSpec, solver, progress) -> Report:
         ax.set_title("force-displacement curve (batched sweep)")
         ax.grid(True, alpha=0.3)
 
-    return Report("truss", solver_name(method), doc["converged"], doc["iterations"],
-                  doc["residual_norm"], rows, doc, draw, title=f"truss, batched sweep of {sweep.param}")
+    return Report.from_doc("truss", result.to_json(), rows, solver, draw,
+                           title=f"truss, batched sweep of {param}")
 
 
 def _watched_node(truss, param: str) -> str:

@@ -3,7 +3,7 @@
     python -m benchmarks                 # full sizes (tens of minutes on 2 cores)
     python -m benchmarks --quick         # small sizes, under two minutes: a smoke test
     python -m benchmarks --out DIR       # write DIR/benchmarks.md (+ plots) instead of docs/
-    python -m benchmarks --only circuit dispatch
+    python -m benchmarks --only circuit dispatch   # rerun these, keep the others' last results
 
 Peers (optimistix, flax, matplotlib) are optional (``pip install .[bench]``); a missing one is
 skipped with a note. A benchmark that raises is reported as failed in its section, the others
@@ -13,6 +13,7 @@ still run, and the exit status is 1.
 from __future__ import annotations
 
 import argparse
+import datetime
 import sys
 import time
 import traceback
@@ -21,7 +22,8 @@ from pathlib import Path
 import jax
 
 from . import _suite, _targets
-from ._report import Section, log, markdown_table, render_section, write_report
+from ._report import (Section, load_sections, log, markdown_table, render_section,
+                      save_sections, write_report)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,13 +55,18 @@ def main(argv=None) -> int:
     args = parse(argv)
     jax.config.update("jax_enable_x64", True)  # the physics benchmarks need float64
     args.out.mkdir(parents=True, exist_ok=True)
-    sections = []
+    store = args.out / "benchmarks.json"
+    kept = load_sections(store, args.quick) if args.only else {}
     for name in args.only or _suite.BENCHMARKS:
         log(f"[benchmarks] {name} ...")
         section = run_one(name, args.quick, args.out)
+        section.measured = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
         log(f"[benchmarks] {name}: {'FAILED' if section.failed else 'done'} in {section.seconds:.0f} s")
         print("\n" + render_section(section), flush=True)
-        sections.append(section)
+        kept[name] = section
+    # --only reruns some benchmarks and keeps the others' last results (same mode)
+    sections = [kept[name] for name in _suite.BENCHMARKS if name in kept]
+    save_sections(store, sections, args.quick)
     command = "python -m benchmarks" + (" --quick" if args.quick else "")
     summary = _targets.summary(sections)
     if summary:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import os
 import platform
 import sys
@@ -32,6 +33,26 @@ class Section:
     tables: list = dataclasses.field(default_factory=list)  # more (caption, rows, columns)
     seconds: float = 0.0
     failed: bool = False
+    measured: str = ""  # when it ran: "YYYY-MM-DD HH:MM", set by ``python -m benchmarks``
+
+
+def save_sections(path: Path, sections: list[Section], quick: bool) -> None:
+    """Keep every section's results (JSON next to the report) so ``--only`` can rerun one."""
+    data = {"quick": quick, "sections": {s.name: dataclasses.asdict(s) for s in sections}}
+    path.write_text(json.dumps(data, indent=1, default=str))
+
+
+def load_sections(path: Path, quick: bool) -> dict[str, Section]:
+    """Sections saved by an earlier run in the same mode (empty if none or unreadable)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if data.get("quick") != quick:
+        return {}
+    fields = {f.name for f in dataclasses.fields(Section)}
+    return {name: Section(**{k: v for k, v in d.items() if k in fields})
+            for name, d in data.get("sections", {}).items()}
 
 
 def cpu_model() -> str:
@@ -111,7 +132,8 @@ def render_section(section: Section) -> str:
         parts.append("")
     for fig in section.figures:
         parts += [f"![{section.title}]({fig})", ""]
-    parts.append(f"_({section.name}: {section.seconds:.0f} s in this run)_")
+    when = f", measured {section.measured}" if section.measured else ""
+    parts.append(f"_({section.name}: {section.seconds:.0f} s{when})_")
     return "\n".join(parts) + "\n"
 
 

@@ -3,14 +3,14 @@
  * Optional accelerator: simgraph/_walk.py has the same logic in Python and uses it when this
  * module is not built. Both must give identical results; tests/test_graph_fastwalk.py checks.
  *
- * column(dicts, name, any_kind, leaf_types, array_type, base, index, nodes, children)
- *   reads field `name` from every instance dict. Returns
+ * read_columns(dicts, names) -> one list of values per field name, read in one pass over the
+ *   instance dicts; raises KeyError(name) if a dict lacks a field.
+ *
+ * classify(values, any_kind, leaf_types, array_type, base, index, nodes, children) returns
  *     -1 (int)        every value is a pytree leaf (any_kind only): values appended to children;
  *     tuple of ints   every value is a node: ids from `index` (id(obj) -> int), new nodes get
  *                     the next ids in first-appearance order and are appended to `nodes`;
- *     list            anything else: the values, for the caller's per-member path; nothing
- *                     has been modified.
- *   Raises KeyError(name) if a dict lacks the field, before modifying anything.
+ *     None            anything else, for the caller's per-member path; nothing modified.
  *
  * ref_ids(seq, base, index, nodes) -> tuple of ids if every item of the list/tuple `seq` is
  *   a node (assigning new ids as above), else None with nothing modified.
@@ -102,64 +102,67 @@ all_leaves(PyObject **items, Py_ssize_t n, PyObject *leaf_types, PyObject *array
     return 1;
 }
 
+/* One pass over the instance dicts: a list of values per field name (better locality than
+ * one pass per field on large groups). */
 static PyObject *
-read_column(PyObject *dicts, PyObject *name)
+read_columns(PyObject *self, PyObject *args)
 {
-    Py_ssize_t n = PyList_GET_SIZE(dicts);
-    PyObject *values = PyList_New(n);
-    if (values == NULL)
+    PyObject *dicts, *names;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &dicts, &PyTuple_Type, &names))
         return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *d = PyList_GET_ITEM(dicts, i);
-        PyObject *v = PyDict_Check(d) ? PyDict_GetItemWithError(d, name) : NULL;
-        if (v == NULL) {
-            if (!PyErr_Occurred())
-                PyErr_SetObject(PyExc_KeyError, name);
-            Py_DECREF(values);
+    Py_ssize_t n = PyList_GET_SIZE(dicts), f = PyTuple_GET_SIZE(names);
+    PyObject *columns = PyList_New(f);
+    if (columns == NULL)
+        return NULL;
+    for (Py_ssize_t j = 0; j < f; j++) {
+        PyObject *values = PyList_New(n);
+        if (values == NULL) {
+            Py_DECREF(columns);
             return NULL;
         }
-        Py_INCREF(v);
-        PyList_SET_ITEM(values, i, v);
+        PyList_SET_ITEM(columns, j, values);
     }
-    return values;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PyList_GET_ITEM(dicts, i);
+        for (Py_ssize_t j = 0; j < f; j++) {
+            PyObject *name = PyTuple_GET_ITEM(names, j);
+            PyObject *v = PyDict_Check(d) ? PyDict_GetItemWithError(d, name) : NULL;
+            if (v == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetObject(PyExc_KeyError, name);
+                Py_DECREF(columns);
+                return NULL;
+            }
+            Py_INCREF(v);
+            PyList_SET_ITEM(PyList_GET_ITEM(columns, j), i, v);
+        }
+    }
+    return columns;
 }
 
 static PyObject *
-column(PyObject *self, PyObject *args)
+classify(PyObject *self, PyObject *args)
 {
-    PyObject *dicts, *name, *leaf_types, *array_type, *base, *index, *nodes, *children;
+    PyObject *values, *leaf_types, *array_type, *base, *index, *nodes, *children;
     int any_kind;
-    if (!PyArg_ParseTuple(args, "O!OpO!OO!O!O!O!", &PyList_Type, &dicts, &name, &any_kind,
+    if (!PyArg_ParseTuple(args, "O!pO!OO!O!O!O!", &PyList_Type, &values, &any_kind,
                           &PyFrozenSet_Type, &leaf_types, &array_type, &PyType_Type, &base,
                           &PyDict_Type, &index, &PyList_Type, &nodes, &PyList_Type, &children))
-        return NULL;
-    PyObject *values = read_column(dicts, name);
-    if (values == NULL)
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(values);
     PyObject **items = ((PyListObject *)values)->ob_item;
     int uniform = all_nodes(items, n, base);
-    if (uniform == 1) {
-        PyObject *ids = node_ids(items, n, index, nodes);
-        Py_DECREF(values);
-        return ids;
-    }
+    if (uniform == 1)
+        return node_ids(items, n, index, nodes);
     if (uniform == 0 && any_kind)
         uniform = all_leaves(items, n, leaf_types, array_type);
-    else if (uniform == 0)
-        return values;
-    if (uniform < 0) {
-        Py_DECREF(values);
+    if (uniform < 0)
         return NULL;
-    }
     if (uniform == 0)
-        return values;
+        Py_RETURN_NONE;
     Py_ssize_t start = PyList_GET_SIZE(children);
-    if (PyList_SetSlice(children, start, start, values) < 0) {
-        Py_DECREF(values);
+    if (PyList_SetSlice(children, start, start, values) < 0)
         return NULL;
-    }
-    Py_DECREF(values);
     return PyLong_FromLong(-1);
 }
 
@@ -192,7 +195,8 @@ ref_ids(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef methods[] = {
-    {"column", column, METH_VARARGS, "Read one field of a group of nodes as a column."},
+    {"read_columns", read_columns, METH_VARARGS, "Every field of a group of nodes, as columns."},
+    {"classify", classify, METH_VARARGS, "Spec of a uniform column (children or ids), or None."},
     {"ref_ids", ref_ids, METH_VARARGS, "Ids of a list or tuple of nodes, or None."},
     {NULL, NULL, 0, NULL},
 };

@@ -101,11 +101,14 @@ def _group(cls: type, members: tuple, objs: list, ctx: tuple) -> tuple:
     dicts = list(map(_get_dict, objs))
     try:
         statics = tuple([tuple(map(getter, dicts)) for getter in static_getters])
-        columns = None if _fastwalk else [tuple(map(getter, dicts)) for getter in dynamic_getters]
+        if _fastwalk:
+            columns = _fastwalk.read_columns(dicts, names)
+        else:
+            columns = [tuple(map(getter, dicts)) for getter in dynamic_getters]
     except KeyError as e:
         raise _missing_field(ctx[0], objs, e.args[0]) from None
-    if columns is None:
-        specs = [_fast_column(dicts, n, kind, objs, ctx) for n, kind in zip(names, refkinds)]
+    if _fastwalk:
+        specs = [_fast_column(n, kind, col, objs, ctx) for n, kind, col in zip(names, refkinds, columns)]
     else:
         specs = [_column(n, kind, col, objs, ctx) for n, kind, col in zip(names, refkinds, columns)]
     if statics:
@@ -116,15 +119,11 @@ def _group(cls: type, members: tuple, objs: list, ctx: tuple) -> tuple:
     return (cls, members, statics, tuple(specs))
 
 
-def _fast_column(dicts: list, name: str, kind: int, objs: list, ctx: tuple):
-    try:
-        spec = _fastwalk.column(dicts, name, kind == _fields.REF_ANY, _LEAF_TYPES, _ARRAY_TYPES,
-                                ctx[4], ctx[1], ctx[2], ctx[3])
-    except KeyError:
-        raise _missing_field(ctx[0], objs, name) from None
-    if type(spec) is list:  # not uniform: the per-member path, as in ``_column``
-        return _mixed(name, kind, spec, objs, ctx)
-    return spec
+def _fast_column(name: str, kind: int, values: list, objs: list, ctx: tuple):
+    """``_column`` with the uniform cases done in C (``simgraph/_fastwalk.c``)."""
+    spec = _fastwalk.classify(values, kind == _fields.REF_ANY, _LEAF_TYPES, _ARRAY_TYPES,
+                              ctx[4], ctx[1], ctx[2], ctx[3])
+    return _mixed(name, kind, values, objs, ctx) if spec is None else spec
 
 
 def _single(node: Any, k: int, ctx: tuple) -> tuple:

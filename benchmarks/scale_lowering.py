@@ -6,7 +6,11 @@ Two generated networks of N = 10^3, 10^4, 10^5 graph nodes (elements and junctio
 * a pipe network: a k x k grid of junctions joined by pipes (Hazen-Williams head loss, flow
   unknowns) fed by two fixed-head reservoirs.
 Grouped evaluation is compared with object-by-object evaluation where the latter finishes
-in reasonable time (``--objectwise-max``). Run: ``python -m benchmarks.scale_lowering``.
+in reasonable time (``--objectwise-max``). Each grouped row also solves the network in the
+same run: ``solve_s`` = ``solvers.solve`` with the default method (compile included),
+``solve_warm_s`` its second call, ``scipy_s`` = ``scipy.optimize.newton_krylov`` on the same
+lowered equations (``_scale_peers``), ``solve_speedup`` = scipy_s / solve_s.
+Run: ``python -m benchmarks.scale_lowering [--quick] [--no-solve]``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 import simgraph as sg
 from solvers._system import System
 
+from . import _scale_peers
 from ._timing import block, median_time
 
 
@@ -32,9 +37,16 @@ class Node(sg.ReffableTreeNode):
         return 0.0
 
 
-class Ground(Node):
-    def residual(self):
-        return self.v
+class Ground(sg.ReffableTreeNode):
+    """The reference: fixed 0 V, no unknown and no equation (as in ``scenarios.circuits``).
+    A ground with an unknown and a KCL row would make that row dense (every diode ends there),
+    and a dense row forces one colour per column in the coloured Jacobian: n JVPs, n^2 memory."""
+
+    v: jax.Array = 0.0
+
+
+def _kcl(pairs):
+    return tuple((node, i) for node, i in pairs if not isinstance(node, Ground))
 
 
 class Resistor(sg.ReffableTreeNode):
@@ -55,7 +67,7 @@ class Diode(sg.ReffableTreeNode):
 
     def contributions(self):
         i = self.i_s * (jnp.exp((self.a.v - self.b.v) / self.vt) - 1.0)
-        return ((self.a, i), (self.b, -i))
+        return _kcl(((self.a, i), (self.b, -i)))
 
     def step_limit(self, new):
         dv = (new.a.v - new.b.v) - (self.a.v - self.b.v)
@@ -72,7 +84,7 @@ class VoltageSource(sg.ReffableTreeNode):
         return self.p.v - self.n.v - self.voltage
 
     def contributions(self):
-        return ((self.p, self.i), (self.n, -self.i))
+        return _kcl(((self.p, self.i), (self.n, -self.i)))
 
 
 class Junction(sg.ReffableTreeNode):
@@ -123,15 +135,19 @@ def _grid_edges(k: int):
 
 
 def diode_grid(n_target: int, seed: int = 0) -> Network:
-    """k x k resistor grid, a diode from every node to ground, sources at two corners (~4k^2)."""
+    """k x k resistor grid, a diode from every node to ground, sources at two corners (~4k^2),
+    each through a 100 ohm resistor as in ngspice's deck (a source straight across a diode
+    would drive ~1e70 A through it: no solver meets a residual tolerance there)."""
     k = max(2, round(math.sqrt(n_target / 4)))
     rng = np.random.default_rng(seed)
     ground = Ground()
     nodes = [Node() for _ in range(k * k)]
     elements = [Resistor(nodes[a], nodes[b], float(rng.uniform(0.5, 2.0))) for a, b in _grid_edges(k)]
     elements += [Diode(n, ground) for n in nodes]
-    elements += [VoltageSource(nodes[0], ground, 5.0), VoltageSource(nodes[-1], ground, 3.0)]
-    return Network([ground] + nodes, elements)
+    s1, s2 = Node(), Node()
+    elements += [VoltageSource(s1, ground, 5.0), VoltageSource(s2, ground, 3.0),
+                 Resistor(s1, nodes[0], 0.01), Resistor(s2, nodes[-1], 0.01)]
+    return Network([ground] + nodes + [s1, s2], elements)
 
 
 def pipe_network(n_target: int, seed: int = 0) -> Network:
@@ -166,7 +182,10 @@ def _measure(graph, evaluation: str) -> dict:
             "run_ms": t_run * 1e3}
 
 
-def run(sizes=(1_000, 10_000, 100_000), objectwise_max: int = 1_000) -> list[dict]:
+def run(sizes=(1_000, 10_000, 100_000), objectwise_max: int = 1_000, solve: bool = True,
+        scipy_budget: float = 60.0) -> list[dict]:
+    """One row per case, N and evaluation; with ``solve`` the grouped rows also time a whole
+    solve against SciPy's ``newton_krylov`` on the same equations (``_scale_peers``)."""
     rows = []
     for name, make in (("diode grid", diode_grid), ("pipe network", pipe_network)):
         _measure(make(100), "grouped")  # warm-up: JAX's one-time set-up is not the lowering's cost
@@ -178,33 +197,37 @@ def run(sizes=(1_000, 10_000, 100_000), objectwise_max: int = 1_000) -> list[dic
                     continue
                 row = {"case": name, "N": n_nodes, "evaluation": evaluation}
                 row.update(_measure(graph, evaluation))
+                if solve and evaluation == "grouped":
+                    row.update(_scale_peers.compare(System.build(graph), scipy_budget))
                 rows.append(row)
                 print(_format([row], header=not rows[:-1]), flush=True)
     return rows
 
 
 _COLUMNS = ("case", "N", "evaluation", "n", "groups", "build_s", "jaxpr_eqns", "trace_s", "compile_s",
-            "jvp_compile_s", "run_ms")
+            "jvp_compile_s", "run_ms") + _scale_peers.COLUMNS
 
 
 def _format(rows: list[dict], header: bool = True) -> str:
     def cell(v):
-        return f"{v:.3g}" if isinstance(v, float) else str(v)
+        return "" if v is None else f"{v:.3g}" if isinstance(v, float) else str(v)
 
     lines = ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)] if header else []
-    lines += ["| " + " | ".join(cell(r[c]) for c in _COLUMNS) + " |" for r in rows]
+    lines += ["| " + " | ".join(cell(r.get(c)) for c in _COLUMNS) + " |" for r in rows]
     return "\n".join(lines)
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="N = 10^3 and 10^4 only")
+    parser.add_argument("--no-solve", action="store_true",
+                        help="lowering only: skip the whole solves against scipy's newton_krylov")
     parser.add_argument("--objectwise-max", type=int, default=1_000,
                         help="largest N for the object-by-object comparison (compile grows with N)")
     args = parser.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
     sizes = (1_000, 10_000) if args.quick else (1_000, 10_000, 100_000)
-    run(sizes, args.objectwise_max)
+    run(sizes, args.objectwise_max, solve=not args.no_solve)
 
 
 if __name__ == "__main__":

@@ -74,20 +74,20 @@ class Resistor(sg.ReffableTreeNode):
         return _kcl(((self.a, i), (self.b, -i)))
 
 
-def diode_current(v, i_s, vte, gmin):
+def diode_current(v, i_s, vte, gmin, xp=jnp):
     """SPICE3 junction current at ``v = V(anode) - V(cathode)``, GMIN included.
 
     ``v >= -3 vte``: ``IS (exp(v/vte) - 1) + GMIN v`` (the exponential continued linearly
     above ``U_LINEAR``); below: ``-IS (1 + (3 vte / (v e))^3) + GMIN v``. Finite, with finite
-    derivatives, for every finite ``v``.
+    derivatives, for every finite ``v``. ``xp=numpy`` evaluates it on the host (results).
     """
     u = v / vte
-    capped = jnp.minimum(u, U_LINEAR)
-    forward = i_s * (jnp.exp(capped) * (1.0 + (u - capped)) - 1.0)
+    capped = xp.minimum(u, U_LINEAR)
+    forward = i_s * (xp.exp(capped) * (1.0 + (u - capped)) - 1.0)
     knee = -3.0 * vte
-    v_rev = jnp.where(v < knee, v, knee)  # keeps the unused branch (and its gradient) finite
+    v_rev = xp.where(v < knee, v, knee)  # keeps the unused branch (and its gradient) finite
     reverse = -i_s * (1.0 + (3.0 * vte / (v_rev * math.e)) ** 3)
-    return jnp.where(v < knee, reverse, forward) + gmin * v
+    return xp.where(v < knee, reverse, forward) + gmin * v
 
 
 def pnjlim(v_new, v_old, vte, vcrit):

@@ -5,6 +5,7 @@ Values are in SI units (ohm, V, A; temperature in degrees Celsius as SPICE's ``.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -156,14 +157,11 @@ class Netlist:
         object.__setattr__(self, "options", dict(self.options))
         _validate(self)
 
-    @property
+    @functools.cached_property
     def nodes(self) -> tuple[str, ...]:
         """Non-ground node names in order of first appearance."""
-        seen: dict[str, None] = {}
-        for element in self.elements:
-            for node in element.nodes:
-                if node != GROUND:
-                    seen.setdefault(node)
+        seen = dict.fromkeys(node for element in self.elements for node in element.nodes)
+        seen.pop(GROUND, None)
         return tuple(seen)
 
     def element(self, name: str) -> Element:
@@ -240,22 +238,30 @@ def _check_elements(netlist: Netlist) -> dict[str, Element]:
     """Element types, names (unique ignoring case), node names and model references."""
     names: dict[str, Element] = {}
     spellings: dict[str, str] = {}
+    good: set[str] = set()  # node names already checked (most nodes recur on several cards)
     for i, e in enumerate(netlist.elements):
-        where = f".elements[{i}]"
-        if type(e) not in _LETTER:
-            raise TypeError(f"{where}: {type(e).__name__} is not a netlist element")
-        if not _TOKEN_OK.fullmatch(e.name) or e.name[0].upper() != _LETTER[type(e)]:
-            raise ValueError(f"{where}: name {e.name!r} must be one word starting "
-                             f"with {_LETTER[type(e)]!r}")
-        if e.name.lower() in names:
-            raise ValueError(f"{where}: duplicate element name {e.name!r}")
-        names[e.name.lower()] = e
+        letter = _LETTER.get(type(e))
+        if letter is None:
+            raise TypeError(f".elements[{i}]: {type(e).__name__} is not a netlist element")
+        if not _TOKEN_OK.fullmatch(e.name) or e.name[0].upper() != letter:
+            raise ValueError(f".elements[{i}]: name {e.name!r} must be one word starting "
+                             f"with {letter!r}")
+        key = e.name.lower()
+        if key in names:
+            raise ValueError(f".elements[{i}]: duplicate element name {e.name!r}")
+        names[key] = e
         for node in e.nodes:
-            if not _TOKEN_OK.fullmatch(node) or node.lower() == "gnd":
-                raise ValueError(f"{where}: bad node name {node!r} (one word; ground is '0')")
-            if spellings.setdefault(node.lower(), node) != node:
-                raise ValueError(f"{where}: node {node!r} differs from node "
-                                 f"{spellings[node.lower()]!r} only in case (SPICE merges them)")
+            if node not in good:
+                _check_node(f".elements[{i}]", node, spellings)
+                good.add(node)
         if isinstance(e, Diode) and e.model not in netlist.models:
-            raise ValueError(f"{where}: diode model {e.model!r} is not in .models")
+            raise ValueError(f".elements[{i}]: diode model {e.model!r} is not in .models")
     return names
+
+
+def _check_node(where: str, node: str, spellings: dict[str, str]) -> None:
+    if not _TOKEN_OK.fullmatch(node) or node.lower() == "gnd":
+        raise ValueError(f"{where}: bad node name {node!r} (one word; ground is '0')")
+    if spellings.setdefault(node.lower(), node) != node:
+        raise ValueError(f"{where}: node {node!r} differs from node "
+                         f"{spellings[node.lower()]!r} only in case (SPICE merges them)")

@@ -42,7 +42,9 @@ def diode_currents(graph: Circuit, names: list) -> np.ndarray:
     v = col(lambda d: d.a.v) - col(lambda d: d.b.v)
     vte = col(lambda d: d.model.n) * np.asarray(graph.physics.vt)[..., None]
     i_s = col(lambda d: d.model.i_s) * col(lambda d: d.area)
-    return np.asarray(diode_current(v, i_s, vte, np.asarray(graph.physics.gmin)[..., None]))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        return np.asarray(diode_current(v, i_s, vte, np.asarray(graph.physics.gmin)[..., None],
+                                        xp=np))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,7 +5,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .._cli_report import Report, SweepSpec, solver_name
+from .._cli_report import (Report, SweepSpec, named_rows, plot_bars, plot_lines, sweep_rows,
+                           sweep_span)
 from ._netlist import DCSweep, Netlist, VoltageSource
 from ._solve import solve_circuit, sweep_circuit
 from ._spice_reader import read_netlist
@@ -30,21 +31,17 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
     result = solve_circuit(netlist, solver=solver)
     doc = result.to_json()
     doc["diode_currents"] = result.diode_currents()
-    rows = ([(f"V({n})", v, "V") for n, v in doc["node_voltages"].items()]
-            + [(f"I({n})", v, "A") for n, v in doc["source_currents"].items()]
-            + [(f"I({n})", v, "A") for n, v in doc["diode_currents"].items()])
+    rows = (named_rows("V({})", doc["node_voltages"], "V")
+            + named_rows("I({})", doc["source_currents"], "A")
+            + named_rows("I({})", doc["diode_currents"], "A"))
     notes = [] if result.converged else [result.message()]
 
     def draw(fig):
-        ax = fig.add_subplot()
-        names = list(doc["node_voltages"])
-        ax.bar(names, [doc["node_voltages"][n] for n in names], color="tab:blue")
-        ax.set_xlabel("node")
-        ax.set_ylabel("voltage (V)")
-        ax.set_title(f"DC operating point: {_title(netlist)}")
+        plot_bars(fig.add_subplot(), doc["node_voltages"], "voltage (V)",
+                  f"DC operating point: {_title(netlist)}", "tab:blue", xlabel="node")
 
-    return Report("circuit", solver_name(solver), doc["converged"], doc["iterations"],
-                  doc["residual_norm"], rows, doc, draw, title=_title(netlist), notes=notes)
+    return Report.from_doc("circuit", doc, rows, solver, draw, title=_title(netlist),
+                           notes=notes)
 
 
 def _title(netlist: Netlist) -> str:
@@ -54,32 +51,22 @@ def _title(netlist: Netlist) -> str:
 def _sweep_report(netlist: Netlist, source: str, values, solver, progress) -> Report:
     result = sweep_circuit(netlist, source, values, solver=solver, progress=bool(progress))
     doc = result.to_json()
-    span = f"{source}={result.values[0]:.4g}..{result.values[-1]:.4g}"
-    rows = [(f"V({n}) at {span}", f"{v[0]:.6g} .. {v[-1]:.6g}", "V")
-            for n, v in ((n, result.voltage(n)) for n in result.columns["node_voltages"])]
-    rows += [(f"I({n}) at {span}", f"{i[0]:.6g} .. {i[-1]:.6g}", "A")
-             for n, i in ((n, result.source_current(n))
-                          for n in result.columns["source_currents"])]
+    span, columns = sweep_span(source, result.values), result.columns
+    rows = (sweep_rows("V({})", columns["node_voltages"], result.voltage, "V", span)
+            + sweep_rows("I({})", columns["source_currents"], result.source_current, "A", span))
     notes = [] if result.converged else [
         f"{int((~result.arrays['converged']).sum())} of {len(result.values)} points failed"]
     unit = "V" if isinstance(netlist.element(source), VoltageSource) else "A"
 
     def draw(fig):
         left, right = fig.subplots(1, 2)
-        for name in result.columns["source_currents"]:
-            left.plot(result.values, result.source_current(name), label=f"I({name})")
-        left.set_xlabel(f"{source} ({unit})")
-        left.set_ylabel("source current (A)")
-        left.set_title("I-V curve")
-        left.legend()
-        for name in result.columns["node_voltages"][:12]:
-            right.plot(result.values, result.voltage(name), label=f"V({name})")
-        right.set_xlabel(f"{source} ({unit})")
-        right.set_ylabel("node voltage (V)")
-        right.set_title("node voltages")
-        right.legend(fontsize="small")
+        plot_lines(left, result.values, {f"I({n})": result.source_current(n)
+                                         for n in columns["source_currents"]},
+                   f"{source} ({unit})", "source current (A)", "I-V curve")
+        plot_lines(right, result.values, {f"V({n})": result.voltage(n)
+                                          for n in columns["node_voltages"][:12]},
+                   f"{source} ({unit})", "node voltage (V)", "node voltages", fontsize="small")
 
-    return Report("circuit", solver_name(solver), doc["converged"], doc["iterations"],
-                  doc["residual_norm"], rows, doc, draw,
-                  title=f"{_title(netlist)}: DC sweep of {source}, {len(result.values)} points "
-                        "in one batched solve", notes=notes)
+    return Report.from_doc("circuit", doc, rows, solver, draw,
+                           title=f"{_title(netlist)}: DC sweep of {source}, "
+                                 f"{len(result.values)} points in one batched solve", notes=notes)

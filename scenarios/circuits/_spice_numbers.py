@@ -8,6 +8,7 @@ from decimal import Decimal
 __all__ = ["parse_spice_number", "format_spice_number"]
 
 _NUMBER = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)([A-Za-z_]*)")
+_PLAIN = re.compile(r"[0-9.eE+-]+")
 _SCALE = {
     "t": Decimal("1e12"), "g": Decimal("1e9"), "k": Decimal("1e3"), "m": Decimal("1e-3"),
     "u": Decimal("1e-6"), "n": Decimal("1e-9"), "p": Decimal("1e-12"), "f": Decimal("1e-15"),
@@ -24,6 +25,11 @@ def parse_spice_number(text: str) -> float | None:
     is 1e4, ``1uA`` is 1e-6, ``5V`` is 5 and ``1F`` is 1e-15. The product is rounded once, so
     ``0.1u`` is exactly ``1e-07``.
     """
+    if _PLAIN.fullmatch(text):  # no suffix: Python's float reads exactly SPICE's grammar
+        try:
+            return float(text)
+        except ValueError:
+            pass
     match = _NUMBER.fullmatch(text)
     if match is None:
         return None

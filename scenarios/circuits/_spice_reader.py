@@ -9,19 +9,17 @@ commands (ignored). Anything else that could change the DC solution is a FormatE
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass
 
 from .._errors import FormatError
 from .._source import read_source
 from ._netlist import (GROUND, CurrentSource, DCSweep, Diode, DiodeModel, Netlist,
                        OperatingPoint, Resistor, VoltageSource)
 from ._spice_numbers import parse_spice_number
+from ._spice_tokens import (_COMMENT, _SPECIAL, _AnyKey, _as_tokens, _skip_function,
+                            _skip_numbers, _Tok, _tokens, _usage)
 
 __all__ = ["read_netlist"]
 
-_COMMENT = re.compile(r";|(?:^|(?<=\s))(?:\$|//)")
-_TOKEN = re.compile(r"[()=]|[^\s()=,]+")
 _IGNORED_DOT = {".save", ".print", ".plot", ".probe", ".width", ".tran", ".ac", ".noise",
                 ".tf", ".sens", ".four", ".meas", ".measure", ".disto", ".pz", ".nodeset",
                 ".global", ".csparam", ".echo"}
@@ -35,12 +33,6 @@ _DIODE_NON_DC = {"TT", "CJO", "CJ0", "CJ", "VJ", "PB", "M", "MJ", "FC", "KF", "A
                  "TTT1", "TTT2", "GAP1", "GAP2", "LEVEL"}
 _DIODE_UNSUPPORTED = {"IKF", "IK", "IKR", "ISR", "NR", "JSW", "ISW", "NBV", "IBVL", "NBVL",
                       "BVL", "AREA", "PJ", "DTEMP", "TEMP"}
-
-
-@dataclass(frozen=True)
-class _Tok:
-    text: str
-    line: int
 
 
 def read_netlist(path_or_text: str | os.PathLike) -> Netlist:
@@ -76,7 +68,8 @@ class _Reader:
         self.title = lines[0]
         self.lines_read = len(lines)
         for card in self._cards(lines):
-            self._card(card)
+            if type(card) is not tuple or not self._plain(*card):
+                self._card(_as_tokens(card))
         return self._finish()
 
     def _cards(self, lines: list[str]):
@@ -85,6 +78,17 @@ class _Reader:
         control_line = 0
         for number, raw in enumerate(lines[1:], start=2):
             stripped = raw.strip()
+            if not control_line and stripped and stripped[0] not in "*+" \
+                    and _SPECIAL.search(stripped) is None:  # fast path: a card of plain words
+                if card:
+                    yield card
+                card = (number, stripped.split())  # tokens made only if _plain declines
+                head = card[1][0].lower()
+                if head == ".control":
+                    control_line, card = number, []
+                elif head == ".end":
+                    return
+                continue
             head = stripped.split(None, 1)[0].lower() if stripped else ""
             if control_line:
                 control_line = 0 if head == ".endc" else control_line
@@ -98,7 +102,7 @@ class _Reader:
                 if not card:
                     raise self.error(number, "continuation line '+' with no card before it",
                                      "remove the '+' or join it to an element line")
-                card += _tokens(body[1:], number)
+                card = _as_tokens(card) + _tokens(body[1:], number)
                 continue
             if card:
                 yield card
@@ -130,15 +134,35 @@ class _Reader:
         self.elements.append(handler(card))
 
     # ----- elements -------------------------------------------------------------------
+    def _plain(self, number: int, words: list[str]) -> bool:
+        """Add an ``R``/``D`` card of exactly four plain words (the bulk of a big deck) without
+        token objects; False leaves the card (and any error in it) to :meth:`_card`."""
+        if len(words) != 4 or words[0][0] not in "RrDd" \
+                or words[0].lower() in self.element_lines:
+            return False
+        name, a, b, last = words
+        if name[0] in "Rr":
+            value = parse_spice_number(last)
+            if not value:  # not a number, or zero: _card says why
+                return False
+            element = Resistor(name, self._name(a), self._name(b), value)
+        else:
+            element = Diode(name, self._name(a), self._name(b), last, 1.0)
+        self.element_lines[name.lower()] = number
+        self.elements.append(element)
+        return True
+
+    def _name(self, node: str) -> str:
+        """The node's first spelling (SPICE node names ignore case); ground is ``"0"``."""
+        low = node.lower()
+        return GROUND if low in ("0", "gnd") else self.nodes.setdefault(low, node)
+
     def _node(self, card: list[_Tok], index: int, what: str) -> str:
         if index >= len(card) or card[index].text in "()=":
             tok = card[min(index, len(card) - 1)]
             raise self.error(tok, f"{card[0].text}: missing {what}",
                              f"write it as '{_usage(card[0].text)}'")
-        node = card[index].text
-        if node.lower() in ("0", "gnd"):
-            return GROUND
-        return self.nodes.setdefault(node.lower(), node)
+        return self._name(card[index].text)
 
     def _number(self, tok: _Tok, what: str) -> float:
         value = parse_spice_number(tok.text)
@@ -314,18 +338,9 @@ class _Reader:
         if not self.elements:
             raise self.error(self.lines_read, "the netlist has no elements",
                              "add R, D, V or I lines after the title line")
-        elements = []
-        for element in self.elements:
-            if isinstance(element, Diode):
-                found = self.models.get(element.model.lower())
-                if found is None:
-                    raise self.error(self.element_lines[element.name.lower()],
-                                     f"{element.name}: diode model {element.model!r} is not "
-                                     "defined", f"add '.model {element.model} D(IS=... N=...)'")
-                element = Diode(element.name, element.anode, element.cathode, found[0].name,
-                                element.area)
-            elements.append(element)
-        by_name = {e.name.lower(): e for e in elements}
+        elements = [self._model_of(e) if isinstance(e, Diode) else e for e in self.elements]
+        by_name = ({e.name.lower(): e for e in elements}
+                   if any(isinstance(a, tuple) for a in self.analyses) else {})
         analyses = []
         for analysis in self.analyses:
             if isinstance(analysis, tuple):
@@ -345,36 +360,13 @@ class _Reader:
                        temperature)
 
 
-class _AnyKey:
-    """An 'allowed keys' set that allows everything (for .options)."""
-
-    def __contains__(self, key: object) -> bool:
-        return True
-
-
-def _tokens(text: str, line: int) -> list[_Tok]:
-    return [_Tok(t, line) for t in _TOKEN.findall(text)]
-
-
-def _usage(name: str) -> str:
-    return {"R": f"{name} n1 n2 value", "D": f"{name} anode cathode model",
-            "V": f"{name} pos neg DC value", "I": f"{name} pos neg DC value"}.get(
-        name[:1].upper(), name)
-
-
-def _skip_numbers(tokens: list[_Tok], i: int, most: int) -> int:
-    for _ in range(most):
-        if i < len(tokens) and parse_spice_number(tokens[i].text) is not None:
-            i += 1
-    return i
-
-
-def _skip_function(tokens: list[_Tok], i: int) -> int:
-    """Skip a waveform's arguments: ``( ... )`` or bare numbers."""
-    if i < len(tokens) and tokens[i].text == "(":
-        while i < len(tokens) and tokens[i].text != ")":
-            i += 1
-        return i + 1
-    while i < len(tokens) and parse_spice_number(tokens[i].text) is not None:
-        i += 1
-    return i
+    def _model_of(self, diode: Diode) -> Diode:
+        """The diode with its model's name as the ``.model`` card spells it."""
+        found = self.models.get(diode.model.lower())
+        if found is None:
+            raise self.error(self.element_lines[diode.name.lower()],
+                             f"{diode.name}: diode model {diode.model!r} is not defined",
+                             f"add '.model {diode.model} D(IS=... N=...)'")
+        if found[0].name == diode.model:
+            return diode
+        return Diode(diode.name, diode.anode, diode.cathode, found[0].name, diode.area)

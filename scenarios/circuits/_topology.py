@@ -7,6 +7,10 @@ by name here instead of surfacing as a failed solve.
 """
 from __future__ import annotations
 
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
 import simgraph as sg
 
 from ._netlist import GROUND, CurrentSource, Netlist, VoltageSource
@@ -55,12 +59,7 @@ class _UnionFind:
 def check_topology(netlist: Netlist) -> None:
     """Raise ``FloatingNodeError`` or ``VoltageLoopError`` naming the nodes or sources."""
     _check_voltage_loops(netlist)
-    dc = _UnionFind()
-    dc.find(GROUND)
-    for e in netlist.elements:
-        if not isinstance(e, CurrentSource):
-            dc.union(*e.nodes)
-    floating = tuple(n for n in netlist.nodes if dc.find(n) != dc.find(GROUND))
+    floating = _floating(netlist)
     if floating:
         shown = ", ".join(repr(n) for n in floating[:8])
         more = f" and {len(floating) - 8} more" if len(floating) > 8 else ""
@@ -70,6 +69,18 @@ def check_topology(netlist: Netlist) -> None:
             "rest only through current sources, or form an island, so their voltage is "
             "undefined. Connect them to ground through a resistor (e.g. 1e12 ohm) or a "
             "voltage source.", floating)
+
+
+def _floating(netlist: Netlist) -> tuple[str, ...]:
+    """Nodes not joined to ground by elements other than current sources (netlist order)."""
+    names = (GROUND,) + tuple(netlist.nodes)
+    number = {name: i for i, name in enumerate(names)}
+    ends = [number[node] for e in netlist.elements if not isinstance(e, CurrentSource)
+            for node in e.nodes]
+    a, b = np.asarray(ends[0::2], np.int64), np.asarray(ends[1::2], np.int64)
+    graph = sp.coo_matrix((np.ones(a.size, np.int32), (a, b)), shape=(len(names),) * 2)
+    _, label = csgraph.connected_components(graph, directed=False)
+    return tuple(np.asarray(names, dtype=object)[label != label[0]].tolist())
 
 
 def _check_voltage_loops(netlist: Netlist) -> None:

@@ -204,7 +204,7 @@ def run(sizes=(1_000, 10_000, 100_000), objectwise_max: int = 1_000, solve: bool
     return rows
 
 
-_COLUMNS = ("case", "N", "evaluation", "n", "groups", "build_s", "jaxpr_eqns", "trace_s", "compile_s",
+COLUMNS = ("case", "N", "evaluation", "n", "groups", "build_s", "jaxpr_eqns", "trace_s", "compile_s",
             "jvp_compile_s", "run_ms") + _scale_peers.COLUMNS
 
 
@@ -212,8 +212,8 @@ def _format(rows: list[dict], header: bool = True) -> str:
     def cell(v):
         return "" if v is None else f"{v:.3g}" if isinstance(v, float) else str(v)
 
-    lines = ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)] if header else []
-    lines += ["| " + " | ".join(cell(r.get(c)) for c in _COLUMNS) + " |" for r in rows]
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)] if header else []
+    lines += ["| " + " | ".join(cell(r.get(c)) for c in COLUMNS) + " |" for r in rows]
     return "\n".join(lines)
 
 

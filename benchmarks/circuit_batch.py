@@ -10,7 +10,7 @@ its own source voltage (B values evenly spaced in 0.5 ... 5 V).
   the domain's own element classes. ``method`` is what ``solve_batch`` picks by itself
   (``solvers.default_method`` for the batch size: the ``Default`` polyalgorithm with a
   dense or sparse LU chosen from the graph, no structure hint), at the circuit domain's
-  tolerances (max|F| <= 1e-14 A or a 1e-12 relative step); chunks of 1000 members. Also
+  tolerances (max|F| <= 1e-14 A or a 1e-12 relative step), default chunking. Also
   from a prebuilt ``System`` (the lowering reused).
 * ``scipy root``: ``scipy.optimize.root(method="lm")`` with an analytic Jacobian, one
   member at a time in a Python loop (scipy's default ``hybr`` fails from 0 V on most
@@ -47,24 +47,26 @@ V_RANGE = (0.5, 5.0)
 #: Newton step below 1e-12 relative. A looser absolute residual test (1e-10 A) leaves far
 #: ladder nodes, whose conductance is near GMIN at low source voltage, ~1e-5 V off.
 ATOL, RTOL = 1e-14, 1e-12
-#: Members per chunk of ``solve_batch``: bounds memory (the default method's dense stages hold
-#: about 1.3 MB per member of the 100-node ladder, so B = 10 000 in one chunk needs > 13 GB).
-CHUNK = 1000
+#: Members per chunk of ``solve_batch`` (None: its default). Memory no longer needs a small
+#: chunk: on CPU each chunk runs in cache-sized blocks of members (``solvers._batch``).
+CHUNK = None
 
 
 def measure(fn, repeats: int, budget: float = 20.0, warmup: bool = True):
-    """(median seconds, last result) of ``fn()``; fewer repeats once past ``budget`` seconds."""
+    """(median wall seconds, median CPU seconds, last result) of ``fn()``; fewer repeats once
+    past ``budget`` seconds. CPU time (``time.process_time``) is steadier on a shared machine."""
     if warmup:
         fn()
-    samples, spent, result = [], 0.0, None
+    samples, cpu, spent, result = [], [], 0.0, None
     for _ in range(max(1, repeats)):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         result = fn()
         samples.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
         spent += samples[-1]
         if spent > budget:
             break
-    return float(np.median(samples)), result
+    return float(np.median(samples)), float(np.median(cpu)), result
 
 
 def simgraph_calls(n: int, volts: np.ndarray):
@@ -104,12 +106,18 @@ def _jax_call(solve_one, volts):
     return lambda: tuple(np.asarray(a) for a in block(fn(values)))
 
 
+PEERS = {"optimistix": peers.optimistix_newton, "jaxopt": peers.jaxopt_gauss_newton,
+         "hand Newton": peers.hand_newton, "hand tridiag": peers.hand_tridiagonal}
+#: Peers ``main --skip`` leaves out.
+SKIP: set = set()
+
+
 def peer_calls(ladder: peers.Ladder, volts: np.ndarray) -> dict:
     """name -> call() returning (v[B, n], converged[B], iterations[B]), or a skip note."""
-    calls = {"scipy root": None}  # filled by run(): it solves a sample only
-    makers = {"optimistix": peers.optimistix_newton, "jaxopt": peers.jaxopt_gauss_newton,
-              "hand Newton": peers.hand_newton, "hand tridiag": peers.hand_tridiagonal}
-    for name, make in makers.items():
+    calls = {} if "scipy root" in SKIP else {"scipy root": None}  # run() solves a sample only
+    for name, make in PEERS.items():
+        if name in SKIP:
+            continue
         try:
             calls[name] = _jax_call(make(ladder, ATOL, RTOL), volts)
         except ImportError as err:
@@ -117,12 +125,13 @@ def peer_calls(ladder: peers.Ladder, volts: np.ndarray) -> dict:
     return calls
 
 
-def _row(n, batch, name, seconds, count, answer, reference, rate_simgraph, note=""):
+def _row(n, batch, name, seconds, count, answer, reference, rate_simgraph, note="", cpu=None):
     v, converged, iterations = answer
     rate = count / seconds
     index = _sample(reference, count) if reference is not None else None
     dv = None if reference is None else float(np.max(np.abs(v - reference[index])))
     return {"nodes": n, "B": batch, "method": name, "solves_per_s": rate, "time_s": batch / rate,
+            "solves_per_cpu_s": None if not cpu else count / cpu,
             "simgraph_speedup": rate_simgraph / rate, "converged": f"{int(np.sum(converged))}/{count}",
             "max_iter": int(np.max(iterations)), "max_dv_vs_simgraph": dv, "note": note}
 
@@ -133,14 +142,14 @@ def run_case(n: int, batch: int, repeats: int = 3, scipy_sample: int = 300,
     ladder = peers.Ladder.of(n)
     volts = np.linspace(*V_RANGE, batch)
     ours, answer = simgraph_calls(n, volts)
-    seconds, sol = measure(ours["simgraph"], repeats, budget)
+    seconds, cpu, sol = measure(ours["simgraph"], repeats, budget)
     ref, rate = answer(sol), batch / seconds
-    chunks = "" if batch <= CHUNK else f", chunks of {CHUNK}"
+    chunks = "" if CHUNK is None or batch <= CHUNK else f", chunks of {CHUNK}"
     rows = [_row(n, batch, "simgraph", seconds, batch, ref, None, rate,
-                 f"solve_batch(graph, ...){chunks}")]
-    seconds, sol = measure(ours["simgraph, System reused"], repeats, budget)
+                 f"solve_batch(graph, ...){chunks}", cpu)]
+    seconds, cpu, sol = measure(ours["simgraph, System reused"], repeats, budget)
     rows.append(_row(n, batch, "simgraph, System reused", seconds, batch, answer(sol), ref[0], rate,
-                     f"solve_batch(System.build(graph), ...){chunks}"))
+                     f"solve_batch(System.build(graph), ...){chunks}", cpu))
     for name, call in peer_calls(ladder, volts).items():
         if isinstance(call, str):
             rows.append({"nodes": n, "B": batch, "method": name, "note": call})
@@ -151,8 +160,8 @@ def run_case(n: int, batch: int, repeats: int = 3, scipy_sample: int = 300,
             count = len(index)
             call = lambda sub=volts[index]: peers.scipy_loop(ladder, sub)  # noqa: E731
             note = "" if count == batch else f"{count} of {batch} members solved, time extrapolated"
-        seconds, answer = measure(call, repeats, budget, warmup=name != "scipy root")
-        rows.append(_row(n, batch, name, seconds, count, answer, ref[0], rate, note))
+        seconds, cpu, answer = measure(call, repeats, budget, warmup=name != "scipy root")
+        rows.append(_row(n, batch, name, seconds, count, answer, ref[0], rate, note, cpu))
     return rows
 
 
@@ -163,7 +172,8 @@ def run(nodes=(10, 100), batches=(1, 100, 10_000), repeats: int = 3, scipy_sampl
             for row in run_case(n, batch, repeats, scipy_sample, budget)]
 
 
-COLUMNS = ("nodes", "B", "method", "solves_per_s", "time_s", "simgraph_speedup", "converged",
+COLUMNS = ("nodes", "B", "method", "solves_per_s", "solves_per_cpu_s", "time_s",
+           "simgraph_speedup", "converged",
            "max_iter", "max_dv_vs_simgraph", "note")
 
 
@@ -179,9 +189,19 @@ def format_rows(rows: list[dict]) -> str:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10 nodes, B = 1 and 100")
+    parser.add_argument("--nodes", type=int, nargs="+", help="ladder sizes (default 10 100)")
+    parser.add_argument("--batches", type=int, nargs="+", help="batch sizes (default 1 100 10000)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip", nargs="+", default=(), choices=sorted(PEERS) + ["scipy root"],
+                        help="peers not to run")
     args = parser.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
-    rows = run((10,), (1, 100), repeats=1, scipy_sample=20) if args.quick else run()
+    SKIP.update(args.skip)
+    if args.quick:
+        rows = run((10,), (1, 100), repeats=1, scipy_sample=20)
+    else:
+        rows = run(tuple(args.nodes or (10, 100)), tuple(args.batches or (1, 100, 10_000)),
+                   repeats=args.repeats)
     print(format_rows(rows))
 
 

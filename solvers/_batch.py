@@ -1,9 +1,15 @@
-"""``solve_flat_batch``: many members at once, in chunks, over all devices."""
+"""``solve_flat_batch``: many members at once, in chunks, over all devices.
+
+On CPU each chunk runs as a ``lax.map`` over blocks of members sized so that one block's
+Newton iteration stays in cache (`block_size`); each block's loops also stop as soon as its
+own members are done. On the 100-node diode ladder blocks of 128 are 3-4x faster than one
+``vmap`` over 10 000 members.
+"""
 
 from __future__ import annotations
 
 import sys
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, Callable, Optional, Sequence
 
 import jax
@@ -13,17 +19,87 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ._method import AbstractRootMethod, Continuation, FlatProblem, StepLimit
 from ._solution import FlatSolution
-from ._solve import check_arguments, raise_if_failed_anywhere, solve_core
+from ._solve import check_arguments, linear_solver_of, raise_if_failed_anywhere, solve_core
 
 DEFAULT_CHUNK = 16384
 
 
-@partial(jax.jit, static_argnums=(0, 1, 2, 3))
-def _solve_batched(problem, method, x0_axis, axes_leaves, x0, params):
+#: Members per vmapped block on CPU aim at this many bytes of traced intermediates (the
+#: linearization's jaxpr, summed; XLA fuses most of them away): blocks whose working set
+#: stays in cache run 2-4x faster than one vmap over thousands of members, and each block's
+#: loops stop on their own. 100-node diode ladder: ~220 kB per member, blocks of 128
+#: (measured: 64-128 best, 16-32 pay per-kernel overhead, >= 256 miss the cache).
+BLOCK_BYTES = 1 << 25
+MIN_BLOCK, MAX_BLOCK = 16, 1024
+
+
+@partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
+def _solve_batched(problem, method, x0_axis, axes_leaves, block, x0, params):
+    """``vmap`` of the solve; with ``block`` (a divisor of the batch) a ``lax.map`` over
+    blocks of ``block`` members, each a ``vmap``."""
+    solve = partial(_vmapped, problem, method, x0_axis, axes_leaves)
+    size = _batch_size(x0, x0_axis, params, axes_leaves)
+    if not block or block >= size:
+        return solve(x0, params)
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    split = lambda a: a.reshape((size // block, block) + a.shape[1:])  # noqa: E731
+    mapped = ([split(x0)] if x0_axis is not None else [],
+              [split(leaf) for leaf, axis in zip(leaves, axes_leaves) if axis is not None])
+
+    def one(parts):
+        xs, batched = iter(parts[0]), iter(parts[1])
+        full = [next(batched) if axis is not None else leaf
+                for leaf, axis in zip(leaves, axes_leaves)]
+        return solve(next(xs, x0), jax.tree_util.tree_unflatten(treedef, full))
+
+    out = jax.lax.map(one, mapped)
+    return jax.tree_util.tree_map(lambda a: a.reshape((size,) + a.shape[2:]), out)
+
+
+def _vmapped(problem, method, x0_axis, axes_leaves, x0, params):
     treedef = jax.tree_util.tree_structure(params)
     params_axes = jax.tree_util.tree_unflatten(treedef, axes_leaves)
     return jax.vmap(partial(solve_core, problem, method),
                     in_axes=(x0_axis, params_axes))(x0, params)
+
+
+def block_size(problem, method, x0, params, axes) -> int:
+    """Members per vmapped block (0: the whole chunk at once, on accelerators)."""
+    if jax.default_backend() != "cpu":
+        return 0
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    one = [leaf if axis is None else leaf[0] for leaf, axis in zip(leaves, axes)]
+    spec = lambda a: (tuple(jnp.shape(a)), jnp.result_type(a))  # noqa: E731
+    return _block_for(problem, linear_solver_of(method), spec(x0 if x0.ndim == 1 else x0[0]),
+                      treedef, tuple(spec(a) for a in one))
+
+
+@lru_cache(maxsize=64)
+def _block_for(problem, linear_solver, x_spec, treedef, leaf_specs) -> int:
+    structs = [jax.ShapeDtypeStruct(*s) for s in (x_spec,) + leaf_specs]
+    params = jax.tree_util.tree_unflatten(treedef, structs[1:])
+    try:
+        jaxpr = jax.make_jaxpr(lambda x, p: linear_solver.linearize(problem.fn, x, p))(
+            structs[0], params)
+    except Exception:  # noqa: BLE001 (a back end that cannot linearize alone: no blocks)
+        return 0
+    per_member = max(_traced_bytes(jaxpr.jaxpr), 1)
+    block = 2 ** int(np.floor(np.log2(max(BLOCK_BYTES / per_member, 1))))
+    return int(np.clip(block, MIN_BLOCK, MAX_BLOCK))
+
+
+def _traced_bytes(jaxpr) -> int:
+    """Bytes of every value a jaxpr (and its sub-jaxprs) computes."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += sum(int(np.prod(v.aval.shape)) * np.dtype(v.aval.dtype).itemsize
+                     for v in eqn.outvars if hasattr(v.aval, "shape"))
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (tuple, list)) else (param,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    total += _traced_bytes(inner)
+    return total
 
 
 def _axes_leaves(params, params_axes) -> tuple:
@@ -73,8 +149,9 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
     Outside transforms the batch runs in chunks of ``chunk_size`` (memory stays bounded;
     one compilation, as the last chunk is padded), with a tqdm bar when stderr is a
     terminal (``progress`` forces it on/off), split over all devices with a
-    ``NamedSharding`` when there are several. Under ``jit``/``grad``/``vmap`` it is a
-    plain ``vmap`` (differentiable).
+    ``NamedSharding`` when there are several; on one CPU each chunk runs in cache-sized
+    blocks of members (`block_size`). Under ``jit``/``grad``/``vmap`` it is a plain ``vmap``
+    (differentiable).
     """
     x0, method = check_arguments(x0, solver)
     problem = FlatProblem(fn, step_limit, continuation)
@@ -84,7 +161,7 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
     traced = any(isinstance(leaf, jax.core.Tracer)
                  for leaf in jax.tree_util.tree_leaves((x0, params)))
     if traced:
-        sol = _solve_batched(problem, method, x0_axis, axes, x0, params)
+        sol = _solve_batched(problem, method, x0_axis, axes, 0, x0, params)
     else:
         sol = _chunked(problem, method, x0_axis, axes, x0, params, size, chunk_size, progress)
     return raise_if_failed_anywhere(sol) if throw else sol
@@ -125,6 +202,11 @@ def _chunked(problem, method, x0_axis, axes, x0, params, size, chunk_size, progr
     n_dev = len(batch_devices())
     chunk = max(1, min(int(chunk_size), size))
     chunk = -(-chunk // n_dev) * n_dev
+    block = block_size(problem, method, x0, params, axes) if n_dev == 1 else 0
+    if block and chunk > block:  # equal blocks of at most `block` members, little padding
+        n_blocks = -(-chunk // block)
+        block = -(-chunk // n_blocks)
+        chunk = n_blocks * block
     starts = list(range(0, size, chunk))
     place = _placer(axes, n_dev)
     show = sys.stderr.isatty() if progress is None else progress
@@ -135,7 +217,7 @@ def _chunked(problem, method, x0_axis, axes, x0, params, size, chunk_size, progr
         xc = _take(x0, (x0_axis,), start, stop, chunk)
         pc = _take(params, axes, start, stop, chunk)
         xc, pc = place(xc, (x0_axis,)), place(pc, axes)
-        out = _solve_batched(problem, method, x0_axis, axes, xc, pc)
+        out = _solve_batched(problem, method, x0_axis, axes, block, xc, pc)
         parts.append(jax.tree_util.tree_map(lambda a: np.asarray(a)[: stop - start], out))
         if bar is not None:
             bar.update(1)

@@ -25,12 +25,14 @@ def half_sq_norm(f: jax.Array) -> jax.Array:
 
 
 def backtrack(fn, x, dx, params: Any, phi0, slope, *, max_backtracks: int = 30,
-              c1: float = 1e-4) -> LineSearchResult:
+              c1: float = 1e-4, active: Any = True) -> LineSearchResult:
     """Find alpha in (0, 1] with ``phi(x + alpha dx) <= phi0 + c1 alpha slope``.
 
     ``slope`` is the directional derivative ``F . (J dx)`` (negative for a descent
     direction). Steps shrink by safeguarded quadratic interpolation (factor in [0.1, 0.5]),
-    or by 0.1 when the trial residual is not finite.
+    or by 0.1 when the trial residual is not finite. An inactive member (``active`` False:
+    a finished member of a vmapped Newton) evaluates the full step only and never
+    backtracks, so it does not keep the batch's backtracking loop running.
     """
 
     def trial(alpha):
@@ -42,7 +44,7 @@ def backtrack(fn, x, dx, params: Any, phi0, slope, *, max_backtracks: int = 30,
         return (phi <= phi0 + c1 * alpha * slope) & (phi < phi0)
 
     f1, phi1 = trial(jnp.ones_like(phi0))
-    descent = slope < 0
+    descent = (slope < 0) & active
     init = LineSearchResult(jnp.ones_like(phi0), f1, phi1, accepted(1.0, phi1) & descent,
                             jnp.isfinite(phi1), jnp.ones((), jnp.int32))
 

@@ -72,7 +72,7 @@ class Newton(AbstractRootMethod):
         if self.line_search:
             slope = jnp.dot(s.f, self.linear_solver.matvec(op, direction))
             return backtrack(problem.fn, s.x, direction, params, s.phi, slope,
-                             max_backtracks=self.max_backtracks)
+                             max_backtracks=self.max_backtracks, active=~s.done)
         f = problem.fn(s.x + direction, params)
         phi = half_sq_norm(f)
         finite = jnp.isfinite(phi)

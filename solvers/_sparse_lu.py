@@ -33,6 +33,20 @@ def _run(stages, step, carry):
     return carry
 
 
+def _max0(x):
+    """``max`` over axis 0 of a batch-last array by halving: plain elementwise maxima that
+    XLA fuses (its CPU reduction over a major axis is a slow reduce-window)."""
+    while x.shape[0] > 1:
+        half = x.shape[0] // 2
+        top = jnp.maximum(x[:half], x[half:2 * half])
+        x = jnp.concatenate([top, x[2 * half:]]) if x.shape[0] % 2 else top
+    return x[0] if x.shape[0] else jnp.zeros(x.shape[1:], x.dtype)  # of |.| or masks
+
+
+def _any0(mask):
+    return _max0(mask.astype(jnp.int8)) > 0
+
+
 def _col(mask, ndim):
     """Reshape a 1-D per-row array to broadcast against ``(rows, *batch)``."""
     return jnp.reshape(mask, mask.shape + (1,) * (ndim - 1))
@@ -122,9 +136,9 @@ def _solve_impl(plan, index, data, b, transpose, refine, pivot_tol, backward_tol
     src = np.concatenate([index, [data.shape[0]]])
     v = factor(plan, d_ext[src[plan.slot_src]])
     eps = jnp.finfo(data.dtype).eps
-    a_max = jnp.max(jnp.abs(data), axis=0)
-    pivot_ok = jnp.all(jnp.abs(v[plan.diag_slots]) > (pivot_tol * eps) * a_max[None], axis=0)
-    growth = jnp.max(jnp.abs(v), axis=0) / a_max
+    a_max = _max0(jnp.abs(data))
+    pivot_ok = ~_any0(~(jnp.abs(v[plan.diag_slots]) > (pivot_tol * eps) * a_max[None]))
+    growth = _max0(jnp.abs(v)) / a_max
     risky = jnp.any(~(growth <= growth_limit))  # NaN growth is risky too
 
     def residual(x):  # only where growth is large: the common path skips the matvec
@@ -145,7 +159,7 @@ def _solve_impl(plan, index, data, b, transpose, refine, pivot_tol, backward_tol
     start = (0, jnp.zeros_like(b), b, jnp.zeros(batch, b.dtype))
     _, x, _, err = lax.while_loop(more, step, start)
     solved = ~(err > backward_tol)
-    ok = pivot_ok & solved & jnp.all(jnp.isfinite(x), axis=0)
+    ok = pivot_ok & solved & ~_any0(~jnp.isfinite(x))
     return jnp.where(ok[None], x, jnp.full((), jnp.nan, x.dtype))
 
 

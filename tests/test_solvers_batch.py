@@ -112,3 +112,36 @@ def test_sharded_over_four_devices_equals_one_device():
     x_multi = np.array(multi["x"], dtype=float)
     keep = np.arange(10) != 3
     np.testing.assert_allclose(x_multi[keep], np.asarray(single.x)[keep], rtol=1e-13)
+
+
+def test_cache_sized_blocks_equal_one_vmap(monkeypatch):
+    from solvers import _batch
+
+    monkeypatch.setattr(_batch, "BLOCK_BYTES", 1)  # the smallest blocks: MIN_BLOCK members
+    _batch._block_for.cache_clear()
+    p = {k: v[:, None] for k, v in params(40).items()}
+    blocked = solvers.solve_flat_batch(cubic, jnp.zeros(1), p)
+    assert _batch.block_size(_batch.FlatProblem(cubic), solvers.Default(), jnp.zeros(1), p,
+                             _batch._axes_leaves(p, 0)) == _batch.MIN_BLOCK
+    plain = jax.jit(lambda q: solvers.solve_flat_batch(cubic, jnp.zeros(1), q))(p)  # one vmap
+    _batch._block_for.cache_clear()
+    assert blocked.x.shape == (40, 1)
+    np.testing.assert_allclose(blocked.x, plain.x, rtol=1e-14, atol=1e-14)
+    np.testing.assert_array_equal(blocked.iterations, plain.iterations)
+    assert bool(jnp.all(blocked.converged))
+
+
+def test_finished_members_do_not_backtrack():
+    from solvers._line_search import backtrack
+
+    def fn(x, p):
+        return jnp.atleast_1d(jnp.arctan(x[0] - p))  # a full Newton step from far overshoots
+
+    x = jnp.asarray([[10.0], [10.0]])
+    dx = jnp.asarray([[-50.0], [-50.0]])
+    phi0 = 0.5 * jnp.arctan(10.0) ** 2
+    slope = -2.0 * phi0 * jnp.ones(2)
+    out = jax.vmap(lambda xi, di, s, a: backtrack(fn, xi, di, 0.0, phi0, s, active=a))(
+        x, dx, slope, jnp.asarray([True, False]))
+    assert bool(out.ok[0]) and int(out.num_fev[0]) > 1  # the active member backtracked
+    assert not bool(out.ok[1]) and int(out.num_fev[1]) == 1  # the finished one did not

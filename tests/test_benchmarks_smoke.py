@@ -34,11 +34,11 @@ def report(tmp_path_factory):
 
 
 def _sections(text: str) -> dict:
-    """name -> body of each benchmark section (found by its ``_(name: N s in this run)_`` footer)."""
+    """name -> body of each benchmark section (found by its ``_(name: N s, measured ...)_`` footer)."""
     parts = re.split(r"^## ", text, flags=re.M)[1:]
     found = {}
     for part in parts:
-        match = re.search(r"_\((\w+): \d+ s in this run\)_", part)
+        match = re.search(r"_\((\w+): \d+ s, measured [\d :-]+\)_", part)
         if match:
             found[match.group(1)] = part
     return found

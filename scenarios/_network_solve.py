@@ -67,13 +67,8 @@ def solve_graph_batch(root: Any, method: Any, updates: Mapping[Any, Any],
     ``".hydraulics.demand_multiplier"``, ``"Class.field"``, a class or a filter, as
     ``System.set_params`` takes them) to values with a common leading batch axis.
     ``progress``: show a progress bar (default: on a terminal, for batches run in chunks)."""
-    system = solvers.System.build(root)
+    system = solvers.System.build(root)  # solve_batch checks the keys and batch sizes
     values = {k: np.asarray(v) for k, v in updates.items()}
-    sizes = {v.shape[0] if v.ndim else None for v in values.values()}
-    if len(sizes) != 1 or None in sizes:
-        shapes = ", ".join(f"{k!s}: {v.shape}" for k, v in values.items())
-        raise ValueError(f"every sweep value needs the same leading batch axis; got {shapes}. "
-                         "Stack one value per batch member on axis 0.")
     solution = solvers.solve_batch(system, values, _method(method, system), progress=progress)
     return Solved(solution.system, system, solution)
 

@@ -6,8 +6,8 @@ import pytest
 
 import solvers
 from benchmarks.ngspice_grid import markdown, read_raw
-from scenarios.circuits import (FloatingNodeError, build_circuit, default_solver, grid_netlist,
-                                grid_spice, read_netlist)
+from scenarios.circuits import (ATOL, RTOL, FloatingNodeError, build_circuit, default_solver,
+                                grid_netlist, grid_spice, read_netlist)
 from scenarios.circuits._netlist import Resistor
 
 
@@ -41,12 +41,23 @@ def test_floating_island_found_on_a_big_grid():
     assert err.value.nodes == ("f1", "f2", "f3")
 
 
-def test_default_solver_host_lu_for_one_solve_sparse_lu_for_batches():
+def test_default_solver_is_the_library_choice_at_circuit_tolerances():
     system = solvers.System.build(build_circuit(grid_netlist(12)))
-    one = default_solver(system).linear_solver
-    assert isinstance(one, solvers.SparseHostLU) and one.permc_spec == "MMD_AT_PLUS_A"
-    assert isinstance(default_solver(system, batch_size=8).linear_solver, solvers.SparseLU)
+    one = default_solver(system)
+    assert (one.atol, one.rtol) == (ATOL, RTOL)
+    # MNA patterns are structurally symmetric: minimum degree on A^T + A, not COLAMD
+    assert isinstance(one.linear_solver, solvers.SparseHostLU)
+    assert one.linear_solver.permc_spec == "MMD_AT_PLUS_A"
+    batch = default_solver(system, batch_size=8).linear_solver
+    assert type(batch) is type(solvers.default_method(system, batch_size=8).linear_solver)
     assert isinstance(default_solver().linear_solver, solvers.DenseLU)
+
+
+def test_host_ordering_is_colamd_for_unsymmetric_patterns():
+    from solvers._graph import host_ordering
+
+    assert host_ordering([0, 1, 1, 2], [0, 0, 1, 2]) == "COLAMD"  # lower triangle only
+    assert host_ordering([0, 0, 1, 1], [0, 1, 0, 1]) == "MMD_AT_PLUS_A"
 
 
 def test_read_raw_binary_and_markdown(tmp_path):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from typing import Any, Union
 
-import jax
 import numpy as np
 
 import solvers
@@ -25,31 +24,17 @@ __all__ = ["solve_circuit", "sweep_circuit", "default_solver", "source_path", "A
 
 ATOL = 1e-14
 RTOL = 1e-12
-#: Systems with more unknowns than this get a sparse LU (as ``solvers.solve`` does).
-DENSE_LIMIT = 120
-#: SuperLU's column ordering for the host LU: MNA matrices are structurally symmetric (but
-#: for the source rows), where minimum degree on A^T + A gives about half COLAMD's fill and
-#: halves the factorization time on a 2-D grid; partial pivoting is unchanged.
-HOST_ORDERING = "MMD_AT_PLUS_A"
 CircuitInput = Union[Circuit, Netlist, str, os.PathLike]
 
 
 def default_solver(system: solvers.System | None = None, *,
                    batch_size: int | None = None) -> solvers.Default:
-    """``solvers.Default`` at circuit tolerances (:data:`ATOL`, :data:`RTOL`): a dense LU
-    for small systems; above :data:`DENSE_LIMIT` unknowns a sparse LU on the circuit's
-    Jacobian pattern: SciPy's pivoting ``SparseHostLU`` for one solve on CPU (as
-    ``solvers.default_method``; the in-JAX ``SparseLU`` would spend its symbolic analysis,
-    memory and compile time on a single factorization), ``SparseLU`` for a batch
-    (``batch_size``) or on an accelerator. Outside transforms ``solvers.solve`` compiles
-    its fallback stages only when Newton fails for some member."""
-    if system is None or system.n <= DENSE_LIMIT:
-        linear = solvers.DenseLU()
-    elif batch_size is None and jax.default_backend() == "cpu":
-        linear = solvers.SparseHostLU(*system.sparsity(), permc_spec=HOST_ORDERING)
-    else:
-        linear = solvers.SparseLU(*system.sparsity())
-    return solvers.Default(atol=ATOL, rtol=RTOL, linear_solver=linear)
+    """``solvers.Default`` at circuit tolerances (:data:`ATOL`, :data:`RTOL`), with the linear
+    solver ``solvers.default_method`` picks for ``system`` and ``batch_size`` (dense LU
+    without a system)."""
+    if system is None:
+        return solvers.Default(atol=ATOL, rtol=RTOL, linear_solver=solvers.DenseLU())
+    return solvers.default_method(system, batch_size=batch_size, atol=ATOL, rtol=RTOL)
 
 
 def _as_circuit(circuit: CircuitInput) -> Circuit:

@@ -56,7 +56,7 @@ def _spec_text(spec: Any) -> str:
         if spec >= 0:
             return f"a reference to node #{spec} (sharing pattern)"
         return "data" if spec == _walk.CHILD else "data holding references"
-    return f"a container of references {spec[1]}"
+    return f"a container of references {list(spec[1])}"
 
 
 def _short(x: Any) -> str:

@@ -1,19 +1,27 @@
-/* Column reads for the refs-table walk (simgraph/_walk.py), in one C pass per column.
+/* Column reads for the refs-table walk (simgraph/_walk.py), in one C pass per group of nodes.
  *
  * Optional accelerator: simgraph/_walk.py has the same logic in Python and uses it when this
  * module is not built. Both must give identical results; tests/test_graph_fastwalk.py checks.
  *
- * read_columns(dicts, names) -> one list of values per field name, read in one pass over the
- *   instance dicts; raises KeyError(name) if a dict lacks a field.
- *
  * classify(values, any_kind, leaf_types, array_type, base, index, nodes, children) returns
  *     -1 (int)        every value is a pytree leaf (any_kind only): values appended to children;
- *     tuple of ints   every value is a node: ids from `index` (id(obj) -> int), new nodes get
- *                     the next ids in first-appearance order and are appended to `nodes`;
+ *     ids             every value is a node: ids from `index` (node -> int; nodes hash by
+ *                     identity), new nodes get the next ids in first-appearance order and are
+ *                     appended to `nodes`;
  *     None            anything else, for the caller's per-member path; nothing modified.
  *
- * ref_ids(seq, base, index, nodes) -> tuple of ids if every item of the list/tuple `seq` is
- *   a node (assigning new ids as above), else None with nothing modified.
+ * ref_ids(seq, base, index, nodes) -> ids if every item of the list/tuple `seq` is a node
+ *   (assigning new ids as above), else None with nothing modified.
+ *
+ * read_group(objs, names, any_kinds, leaf_types, array_type, base, index, nodes, children)
+ *   -> one result per field of a group of nodes, read in one row-major pass over the instance
+ *   dicts (each value's header is touched once, while it is in cache). Fields are emitted in
+ *   order while their column is uniform: -1 (leaves appended to children) or ids (as
+ *   classify). From the first column that is not uniform on, a field's result is the list of
+ *   its values, which the caller handles per member, in order.
+ *
+ * Ids come in the canonical form of _walk.id_sequence: range(a, b) when there are at least two
+ * and they run consecutively upwards, else a tuple of ints.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -27,34 +35,46 @@ is_leaf(PyObject *value, PyObject *leaf_types, PyObject *array_type)
     return PyObject_IsSubclass((PyObject *)Py_TYPE(value), array_type);
 }
 
-/* Fill `ids` (a new tuple of length n) with the id of every item; returns 0 or -1. */
+/* Fill `ids` (a new tuple of length n) with the id of every item; returns 0 or -1. Nodes are
+ * the index's keys: their classes keep object's identity hash (checked in _node.py). */
 static int
 assign_ids(PyObject **items, Py_ssize_t n, PyObject *index, PyObject *nodes, PyObject *ids)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *key = PyLong_FromVoidPtr((void *)items[i]);
-        if (key == NULL)
-            return -1;
-        PyObject *k = PyDict_GetItemWithError(index, key);
+        PyObject *k = PyDict_GetItemWithError(index, items[i]);
         if (k != NULL) {
             Py_INCREF(k);
         }
         else if (PyErr_Occurred()) {
-            Py_DECREF(key);
             return -1;
         }
         else {
             k = PyLong_FromSsize_t(PyList_GET_SIZE(nodes));
-            if (k == NULL || PyDict_SetItem(index, key, k) < 0 || PyList_Append(nodes, items[i]) < 0) {
+            if (k == NULL || PyDict_SetItem(index, items[i], k) < 0 || PyList_Append(nodes, items[i]) < 0) {
                 Py_XDECREF(k);
-                Py_DECREF(key);
                 return -1;
             }
         }
-        Py_DECREF(key);
         PyTuple_SET_ITEM(ids, i, k);
     }
     return 0;
+}
+
+/* The canonical form of a tuple of ids (steals `ids`): range(a, a + n) for n >= 2 consecutive
+ * ids, else the tuple itself. */
+static PyObject *
+canonical_ids(PyObject *ids)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(ids);
+    if (n < 2)
+        return ids;
+    Py_ssize_t first = PyLong_AsSsize_t(PyTuple_GET_ITEM(ids, 0));
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (PyLong_AsSsize_t(PyTuple_GET_ITEM(ids, i)) != first + i)
+            return ids;
+    }
+    Py_DECREF(ids);
+    return PyObject_CallFunction((PyObject *)&PyRange_Type, "nn", first, first + n);
 }
 
 static PyObject *
@@ -67,7 +87,7 @@ node_ids(PyObject **items, Py_ssize_t n, PyObject *index, PyObject *nodes)
         Py_DECREF(ids);
         return NULL;
     }
-    return ids;
+    return canonical_ids(ids);
 }
 
 /* 1 if every item is a node, 0 if not, -1 on error. */
@@ -100,44 +120,6 @@ all_leaves(PyObject **items, Py_ssize_t n, PyObject *leaf_types, PyObject *array
         last = Py_TYPE(items[i]);
     }
     return 1;
-}
-
-/* One pass over the instance dicts: a list of values per field name (better locality than
- * one pass per field on large groups). */
-static PyObject *
-read_columns(PyObject *self, PyObject *args)
-{
-    PyObject *dicts, *names;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &dicts, &PyTuple_Type, &names))
-        return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(dicts), f = PyTuple_GET_SIZE(names);
-    PyObject *columns = PyList_New(f);
-    if (columns == NULL)
-        return NULL;
-    for (Py_ssize_t j = 0; j < f; j++) {
-        PyObject *values = PyList_New(n);
-        if (values == NULL) {
-            Py_DECREF(columns);
-            return NULL;
-        }
-        PyList_SET_ITEM(columns, j, values);
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *d = PyList_GET_ITEM(dicts, i);
-        for (Py_ssize_t j = 0; j < f; j++) {
-            PyObject *name = PyTuple_GET_ITEM(names, j);
-            PyObject *v = PyDict_Check(d) ? PyDict_GetItemWithError(d, name) : NULL;
-            if (v == NULL) {
-                if (!PyErr_Occurred())
-                    PyErr_SetObject(PyExc_KeyError, name);
-                Py_DECREF(columns);
-                return NULL;
-            }
-            Py_INCREF(v);
-            PyList_SET_ITEM(PyList_GET_ITEM(columns, j), i, v);
-        }
-    }
-    return columns;
 }
 
 static PyObject *
@@ -194,10 +176,167 @@ ref_ids(PyObject *self, PyObject *args)
     return result;
 }
 
+enum { UNIFORM_LEAVES = 1, UNIFORM_NODES = 2 };
+
+/* Which uniform kinds a value keeps possible (bit mask of the enum above), -1 on error. */
+static int
+value_kinds(PyObject *v, int any_kind, PyObject *leaf_types, PyObject *array_type, PyObject *base)
+{
+    PyTypeObject *t = Py_TYPE(v);
+    if (PyType_IsSubtype(t, (PyTypeObject *)base))
+        return UNIFORM_NODES;
+    if (!any_kind)
+        return 0;
+    int leaf = is_leaf(v, leaf_types, array_type);
+    return leaf < 0 ? -1 : (leaf ? UNIFORM_LEAVES : 0);
+}
+
+/* Row-major pass: columns[j * n + i] = new reference to field j of object i; kinds[j] = the
+ * uniform kinds column j keeps. Returns 0, or -1 with an exception (KeyError(name) if a field
+ * is missing). */
+static int
+fill_columns(PyObject *objs, PyObject *names, PyObject *any_kinds, PyObject *leaf_types,
+             PyObject *array_type, PyObject *base, PyObject **columns, int *kinds)
+{
+    Py_ssize_t n = PyList_GET_SIZE(objs), f = PyTuple_GET_SIZE(names);
+    PyTypeObject **last = PyMem_Calloc(f, sizeof(PyTypeObject *));
+    if (last == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < f; j++)
+        kinds[j] = UNIFORM_LEAVES | UNIFORM_NODES;
+    int status = 0;
+    for (Py_ssize_t i = 0; i < n && status == 0; i++) {
+        PyObject *d = PyObject_GenericGetDict(PyList_GET_ITEM(objs, i), NULL);
+        if (d == NULL) {
+            status = -1;
+            break;
+        }
+        for (Py_ssize_t j = 0; j < f; j++) {
+            PyObject *name = PyTuple_GET_ITEM(names, j);
+            PyObject *v = PyDict_Check(d) ? PyDict_GetItemWithError(d, name) : NULL;
+            if (v == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetObject(PyExc_KeyError, name);
+                status = -1;
+                break;
+            }
+            columns[j * n + i] = Py_NewRef(v);
+            if (kinds[j] == 0 || Py_TYPE(v) == last[j])
+                continue;
+            int k = value_kinds(v, PyObject_IsTrue(PyTuple_GET_ITEM(any_kinds, j)), leaf_types,
+                                array_type, base);
+            if (k < 0) {
+                status = -1;
+                break;
+            }
+            kinds[j] &= k;
+            last[j] = Py_TYPE(v);
+        }
+        Py_DECREF(d);
+    }
+    PyMem_Free(last);
+    return status;
+}
+
+/* Steal the n references at `items` into a new list. */
+static PyObject *
+steal_into_list(PyObject **items, Py_ssize_t n)
+{
+    PyObject *list = PyList_New(n);
+    if (list == NULL)
+        return NULL;
+    memcpy(((PyListObject *)list)->ob_item, items, n * sizeof(PyObject *));
+    for (Py_ssize_t i = 0; i < n; i++)
+        items[i] = NULL;
+    return list;
+}
+
+/* Append the n references at `items` to `children`, stealing them: the list grows by n Nones,
+ * which are swapped for the items, so the items' reference counts are not written again. */
+static int
+steal_onto(PyObject *children, PyObject **items, Py_ssize_t n)
+{
+    PyObject *pad = PyList_New(n);
+    if (pad == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyList_SET_ITEM(pad, i, Py_NewRef(Py_None));
+    Py_ssize_t start = PyList_GET_SIZE(children);
+    int rc = PyList_SetSlice(children, start, start, pad);
+    Py_DECREF(pad);
+    if (rc < 0)
+        return -1;
+    PyObject **slots = ((PyListObject *)children)->ob_item + start;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_DECREF(slots[i]);  /* None */
+        slots[i] = items[i];
+        items[i] = NULL;
+    }
+    return 0;
+}
+
+/* The result of column j (see read_group); `emitting` is cleared at the first non-uniform one. */
+static PyObject *
+column_result(PyObject **column, Py_ssize_t n, int kind, int *emitting, PyObject *index,
+              PyObject *nodes, PyObject *children)
+{
+    if (*emitting && (kind & UNIFORM_NODES) && n > 0)
+        return node_ids(column, n, index, nodes);
+    if (*emitting && kind == UNIFORM_LEAVES && n > 0) {
+        if (steal_onto(children, column, n) < 0)
+            return NULL;
+        return PyLong_FromLong(-1);
+    }
+    *emitting = 0;
+    return steal_into_list(column, n);
+}
+
+static PyObject *
+read_group(PyObject *self, PyObject *args)
+{
+    PyObject *objs, *names, *any_kinds, *leaf_types, *array_type, *base, *index, *nodes, *children;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OO!O!O!O!", &PyList_Type, &objs, &PyTuple_Type, &names,
+                          &PyTuple_Type, &any_kinds, &PyFrozenSet_Type, &leaf_types, &array_type,
+                          &PyType_Type, &base, &PyDict_Type, &index, &PyList_Type, &nodes,
+                          &PyList_Type, &children))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(objs), f = PyTuple_GET_SIZE(names);
+    PyObject **columns = PyMem_Calloc(n * f + 1, sizeof(PyObject *));
+    int *kinds = PyMem_Calloc(f + 1, sizeof(int));
+    PyObject *results = PyList_New(f);
+    if (columns == NULL || kinds == NULL || results == NULL)
+        goto fail;
+    if (fill_columns(objs, names, any_kinds, leaf_types, array_type, base, columns, kinds) < 0)
+        goto fail;
+    int emitting = 1;
+    for (Py_ssize_t j = 0; j < f; j++) {
+        PyObject *r = column_result(columns + j * n, n, kinds[j], &emitting, index, nodes, children);
+        if (r == NULL)
+            goto fail;
+        PyList_SET_ITEM(results, j, r);
+    }
+    for (Py_ssize_t k = 0; k < n * f; k++)
+        Py_XDECREF(columns[k]);  /* node columns (ids made) keep their references here */
+    PyMem_Free(columns);
+    PyMem_Free(kinds);
+    return results;
+fail:
+    if (columns != NULL) {
+        for (Py_ssize_t k = 0; k < n * f; k++)
+            Py_XDECREF(columns[k]);
+    }
+    PyMem_Free(columns);
+    PyMem_Free(kinds);
+    Py_XDECREF(results);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
-    {"read_columns", read_columns, METH_VARARGS, "Every field of a group of nodes, as columns."},
     {"classify", classify, METH_VARARGS, "Spec of a uniform column (children or ids), or None."},
     {"ref_ids", ref_ids, METH_VARARGS, "Ids of a list or tuple of nodes, or None."},
+    {"read_group", read_group, METH_VARARGS, "Every field of a group of nodes, emitted in one pass."},
     {NULL, NULL, 0, NULL},
 };
 

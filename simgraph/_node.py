@@ -38,6 +38,7 @@ class ReffableTreeNode:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        _check_identity_semantics(cls)
         dataclasses.dataclass(cls, eq=False, repr=False)
         cls.__sg_layout__ = _fields.make_layout(cls)
         cls.__sg_refkinds__ = None
@@ -56,6 +57,18 @@ class ReffableTreeNode:
             value = self.__dict__.get(info.name, "<unset>")
             parts.append(f"{info.name}={_short_repr(value)}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _check_identity_semantics(cls: type) -> None:
+    """Nodes compare and hash by identity: the graph walk keys its index by the node objects
+    (sharing means "the same object"), so a value-based ``__eq__``/``__hash__`` would merge
+    distinct nodes or make them unhashable."""
+    if cls.__hash__ is not object.__hash__ or cls.__eq__ is not object.__eq__:
+        raise GraphTypeError(
+            f"{cls.__qualname__} overrides __eq__ or __hash__, but simgraph nodes compare and hash "
+            "by identity (shared references are found by identity). Remove the override and "
+            "compare nodes' values with a method of another name, e.g. `same_values(other)`."
+        )
 
 
 def _unflatten(entries: tuple, children) -> Any:

@@ -8,11 +8,16 @@ column, one id lookup per column) keeps the per-node Python cost small: this wal
 every call of a jitted function, so it is the dispatch overhead users pay.
 
 Aux data is a tuple of groups ``(class, member ids, static columns, column specs)``. A column
-spec is ``CHILD`` (every member's value is a pytree child), a tuple of node ids (every
-member's value is a node), or ``("mixed", specs)`` with one spec per member: ``CHILD``,
-``CHILD_REFS`` (a child container holding ``NodeRef`` placeholders), a node id, or
-``(container type or treedef, ids)`` (a container holding only references). Ids are local to
-one flatten, so graphs of the same shape give equal aux data; nothing is kept between flattens.
+spec is ``CHILD`` (every member's value is a pytree child), node ids (every member's value is
+a node), or ``("mixed", specs)`` with one spec per member: ``CHILD``, ``CHILD_REFS`` (a child
+container holding ``NodeRef`` placeholders), a node id, or ``(container type or treedef, ids)``
+(a container holding only references). Ids are local to one flatten, so graphs of the same
+shape give equal aux data; nothing is kept between flattens. Every sequence of ids has the
+canonical form of :func:`id_sequence`: consecutive runs are ``range`` objects, which JAX hashes
+and compares in O(1) on every jit call (a tuple of 10^4 ints costs a pass each time).
+
+The walk's index maps each node object to its id. Nodes hash by identity (``_node`` forbids
+``__eq__``/``__hash__`` overrides), so no ``id()`` integer is made per lookup.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ _BASE = None  # the node base class, imported lazily (``_node`` imports this mod
 def traverse(root: Any) -> tuple[list, tuple, list]:
     """Return ``(children, aux, nodes)`` for the graph reachable from ``root``."""
     base = _node_base()
-    index = {id(root): 0}
+    index = {root: 0}
     nodes = [root]
     children: list = []
     groups: list = []
@@ -86,29 +91,42 @@ def _by_class(nodes: list, lo: int, hi: int) -> list:
     level = nodes[lo:hi]
     types = list(map(type, level))
     if types.count(types[0]) == len(types):
-        return [(types[0], tuple(range(lo, hi)), level)]
+        return [(types[0], id_sequence(range(lo, hi)), level)]
     by: dict = {}
     for k, (t, obj) in enumerate(zip(types, level), lo):
         members = by.setdefault(t, ([], []))
         members[0].append(k)
         members[1].append(obj)
-    return [(t, tuple(ks), objs) for t, (ks, objs) in by.items()]
+    return [(t, id_sequence(ks), objs) for t, (ks, objs) in by.items()]
+
+
+def id_sequence(ids) -> tuple | range:
+    """The canonical form of a sequence of node ids in aux data: ``range(a, a + n)`` when
+    n >= 2 ids run consecutively upwards, else a tuple (``_fastwalk.c`` follows the same rule)."""
+    ids = tuple(ids)
+    n = len(ids)
+    if n >= 2 and ids[-1] - ids[0] == n - 1 and ids == tuple(range(ids[0], ids[0] + n)):
+        return range(ids[0], ids[0] + n)
+    return ids
 
 
 def _group(cls: type, members: tuple, objs: list, ctx: tuple) -> tuple:
     plan = cls.__dict__["__sg_plan__"] or _make_plan(cls)
-    names, refkinds, dynamic_getters, static_getters = plan
-    dicts = list(map(_get_dict, objs))
+    names, refkinds, any_kinds, dynamic_getters, static_getters = plan
     try:
-        statics = tuple([tuple(map(getter, dicts)) for getter in static_getters])
-        if _fastwalk:
-            columns = _fastwalk.read_columns(dicts, names)
+        if _fastwalk:  # uniform columns are emitted in C; the rest come back as value lists
+            results = _fastwalk.read_group(objs, names, any_kinds, _LEAF_TYPES, _ARRAY_TYPES,
+                                           ctx[4], ctx[1], ctx[2], ctx[3])
+            dicts = list(map(_get_dict, objs)) if static_getters else ()
         else:
+            dicts = list(map(_get_dict, objs))
             columns = [tuple(map(getter, dicts)) for getter in dynamic_getters]
+        statics = tuple([tuple(map(getter, dicts)) for getter in static_getters])
     except KeyError as e:
         raise _missing_field(ctx[0], objs, e.args[0]) from None
     if _fastwalk:
-        specs = [_fast_column(n, kind, col, objs, ctx) for n, kind, col in zip(names, refkinds, columns)]
+        specs = [r if type(r) is not list else _fast_column(n, kind, r, objs, ctx)
+                 for n, kind, r in zip(names, refkinds, results)]
     else:
         specs = [_column(n, kind, col, objs, ctx) for n, kind, col in zip(names, refkinds, columns)]
     if statics:
@@ -129,7 +147,7 @@ def _fast_column(name: str, kind: int, values: list, objs: list, ctx: tuple):
 def _single(node: Any, k: int, ctx: tuple) -> tuple:
     """A group of one node, in the same form ``_group`` gives (fewer steps per node)."""
     cls = type(node)
-    names, refkinds, _, static_getters = cls.__dict__["__sg_plan__"] or _make_plan(cls)
+    names, refkinds, _, _, static_getters = cls.__dict__["__sg_plan__"] or _make_plan(cls)
     d = node.__dict__
     try:
         values = [d[name] for name in names]
@@ -152,10 +170,13 @@ def _single(node: Any, k: int, ctx: tuple) -> tuple:
 
 
 def _make_plan(cls: type) -> tuple:
-    """Field names, reference kinds and column getters of a class (computed once per class)."""
+    """Field names, reference kinds (and which may hold anything) and column getters of a class
+    (computed once per class)."""
     layout = cls.__sg_layout__
     getters = lambda names: tuple(map(operator.itemgetter, names))  # noqa: E731
-    plan = (layout.dynamic, refkinds_of(cls), getters(layout.dynamic), getters(layout.static))
+    kinds = refkinds_of(cls)
+    any_kinds = tuple(kind == _fields.REF_ANY for kind in kinds)
+    plan = (layout.dynamic, kinds, any_kinds, getters(layout.dynamic), getters(layout.static))
     cls.__sg_plan__ = plan
     return plan
 
@@ -196,26 +217,24 @@ def _is_leaf_type(t: type) -> bool:
 
 def _reference_ids(column: tuple, index: dict, nodes: list) -> tuple:
     """Ids of a column of nodes; nodes not seen yet get new ids in first-appearance order."""
-    keys = list(map(id, column))
-    ids = list(map(index.get, keys))
+    ids = list(map(index.get, column))
     if None not in ids:
-        return tuple(ids)
+        return id_sequence(ids)
     start = len(nodes)
-    if ids.count(None) == len(ids) and len(dict.fromkeys(keys)) == len(keys):
-        index.update(zip(keys, range(start, start + len(keys))))  # all new and distinct
+    if ids.count(None) == len(ids) and len(dict.fromkeys(column)) == len(column):
+        index.update(zip(column, range(start, start + len(column))))  # all new and distinct
         nodes.extend(column)
-        return tuple(range(start, start + len(keys)))
-    unique = dict(zip(keys, column))  # first-appearance order
-    new = list(itertools.filterfalse(index.__contains__, unique))
-    index.update(zip(new, range(start, start + len(new))))
-    nodes.extend(map(unique.__getitem__, new))
-    return tuple(map(index.__getitem__, keys))
+        return id_sequence(range(start, start + len(column)))
+    new = list(itertools.filterfalse(index.__contains__, dict.fromkeys(column)))
+    index.update(zip(new, range(start, start + len(new))))  # first-appearance order
+    nodes.extend(new)
+    return id_sequence(map(index.__getitem__, column))
 
 
 def _reference_id(value: Any, index: dict, nodes: list) -> int:
-    k = index.get(id(value))
+    k = index.get(value)
     if k is None:
-        k = index[id(value)] = len(nodes)
+        k = index[value] = len(nodes)
         nodes.append(value)
     return k
 
@@ -244,7 +263,7 @@ def _container(value, index, nodes, children, base):
         return CHILD
     ids = [_reference_id(leaf, index, nodes) if isinstance(leaf, base) else None for leaf in leaves]
     if all(k is not None for k in ids):
-        return (treedef, tuple(ids))
+        return (treedef, id_sequence(ids))
     marked = [NodeRef(k) if k is not None else leaf for k, leaf in zip(ids, leaves)]
     children.append(jax.tree_util.tree_unflatten(treedef, marked))
     return CHILD_REFS

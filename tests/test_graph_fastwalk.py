@@ -104,3 +104,44 @@ def test_missing_field_named_in_both_paths(monkeypatch):
                 m.setattr(_walk, "_fastwalk", None)
             with pytest.raises(sg.GraphError, match=r"\.items\[1\].*'value'"):
                 jax.tree_util.tree_leaves(Root(nodes))
+
+
+class Wide(sg.ReffableTreeNode):
+    mixed: object  # nodes in some members, data in others: handled member by member
+    data: jax.Array  # uniform, but after a mixed column: must keep its place in the order
+    ref: Leafy
+
+
+def test_uniform_columns_after_a_mixed_one_keep_their_order(monkeypatch):
+    shared = Leafy(jnp.ones(2))
+    root = Root([Wide(shared if k % 2 else float(k), jnp.full(2, float(k)), Leafy(float(k)))
+                 for k in range(5)])
+    assert_same(*flatten_both(root, monkeypatch))
+    leaves, treedef = jax.tree_util.tree_flatten(root)
+    back = jax.tree_util.tree_unflatten(treedef, leaves)
+    assert [float(w.data[0]) for w in back.items] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert [float(w.ref.value) for w in back.items] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert back.items[1].mixed is back.items[3].mixed and back.items[1].mixed is not shared
+
+
+def test_consecutive_ids_are_ranges_in_both_paths(monkeypatch):
+    """Runs of consecutive ids are ``range`` objects (O(1) for jit's treedef hash and
+    equality); other id sequences are tuples; both walks agree."""
+    providers = [Leafy(float(k)) for k in range(3)]
+    root = Root([Leafy(1.0, providers[k % 3]) for k in range(6)])
+    for _, aux, _ in flatten_both(root, monkeypatch):
+        root_group, users, targets = aux
+        assert root_group[3] == ((_walk.MIXED, ((list, range(1, 7)),)),)
+        assert users[1] == range(1, 7) and users[3][1] == (7, 8, 9, 7, 8, 9)
+        assert type(users[3][1]) is tuple and targets[1] == range(7, 10)
+    assert _walk.id_sequence([4]) == (4,) and _walk.id_sequence([2, 3, 4]) == range(2, 5)
+    assert _walk.id_sequence([1, 3, 2, 4]) == (1, 3, 2, 4)
+
+
+def test_node_classes_compare_by_identity():
+    with pytest.raises(sg.GraphTypeError, match="compare and hash by identity"):
+        class ByValue(sg.ReffableTreeNode):  # noqa: F841
+            x: float
+
+            def __eq__(self, other):
+                return True

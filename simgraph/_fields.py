@@ -2,7 +2,8 @@
 
 Fields are declared by annotation, dataclass style. ``sg.static()`` and ``sg.unknown()`` return
 ``dataclasses.field`` objects tagged with their kind, so the usual ``default=`` and
-``default_factory=`` work.
+``default_factory=`` work. An array default is allowed too (dataclasses reject it as
+mutable): a JAX array (immutable) is shared by every instance, a NumPy array copied for each.
 """
 
 from __future__ import annotations
@@ -27,7 +28,22 @@ def field(
     if kind not in _KINDS:
         raise ValueError(f"field kind must be one of {_KINDS}, got {kind!r}")
     metadata = {_KIND_KEY: kind, "doc": doc}
+    if _is_array(default):
+        default, default_factory = dataclasses.MISSING, _array_factory(default)
     return dataclasses.field(default=default, default_factory=default_factory, metadata=metadata)
+
+
+def _is_array(value: Any) -> bool:
+    return type(value).__module__.startswith(("jax", "numpy")) and hasattr(value, "shape") \
+        and getattr(type(value), "__hash__", None) is None
+
+
+def _array_factory(value: Any):
+    """A ``default_factory`` for an array default: JAX arrays are immutable and shared, NumPy
+    arrays are copied so that no two nodes share a mutable buffer."""
+    if hasattr(value, "copy") and type(value).__module__.startswith("numpy"):
+        return value.copy
+    return lambda: value
 
 
 def static(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING) -> Any:

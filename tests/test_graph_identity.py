@@ -198,3 +198,14 @@ def test_large_chain_and_deep_tree_no_recursion_error():
     assert count == 100_000
     assert "Ring(" in repr(head)
     assert len(sg.nodes(head)) == 100_000
+
+
+def test_array_defaults_are_allowed_and_numpy_ones_not_shared():
+    class WithArrays(sg.ReffableTreeNode):
+        x: jax.Array = sg.unknown(default=jnp.ones(3))
+        buffer: np.ndarray = sg.field(default=np.zeros(2))
+
+    a, b = WithArrays(), WithArrays()
+    assert a.x is b.x and a.x.shape == (3,)  # immutable: shared
+    a.buffer[0] = 5.0
+    assert b.buffer[0] == 0.0  # mutable: one copy per node

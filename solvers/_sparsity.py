@@ -139,14 +139,25 @@ def _check_index(idx, size, name):
 def column_coloring(pattern: SparsityPattern) -> tuple[np.ndarray, int]:
     """Greedy colouring of the columns so that columns of one colour share no row.
 
-    Columns are visited largest-degree first in the column intersection graph; returns
-    ``(colors, n_colors)`` with ``colors`` a read-only int32 array of length ``n``.
+    Greedy colouring is run in two visiting orders of the column intersection graph,
+    largest degree first and the natural order, and the one with fewer colours is kept
+    (each colour costs one JVP per Jacobian). The natural order follows how the model
+    numbers its unknowns, which for chains and networks is close to a band: 3 colours for
+    a ladder where largest-first needs 5 (the second order is skipped when the first
+    reaches the lower bound, the most entries in a row). Returns ``(colors, n_colors)``
+    with ``colors`` a read-only int32 array of length ``n``.
     """
     m, n = pattern.shape
     a = pattern.to_scipy().tocsc()
     inter = (a.T @ a).tocsr()
-    order = np.argsort(-np.diff(inter.indptr), kind="stable")
-    colors = greedy_coloring(inter.indptr, inter.indices, order)
+    bound = int(np.bincount(pattern.rows, minlength=1).max()) if pattern.nnz else 0
+    colors = None
+    for order in (np.argsort(-np.diff(inter.indptr), kind="stable"), np.arange(n)):
+        trial = greedy_coloring(inter.indptr, inter.indices, order)
+        if colors is None or trial.max(initial=-1) < colors.max(initial=-1):
+            colors = trial
+        if colors.max(initial=-1) + 1 <= bound:  # a row's columns all differ: optimal
+            break
     n_colors = int(colors.max()) + 1 if n else 0
     colors = colors.astype(np.int32)
     colors.flags.writeable = False

@@ -76,6 +76,18 @@ def test_tridiagonal_needs_three_colours():
     assert _check_coloring(SparsityPattern.from_dense(mask)) == 3
 
 
+def test_bordered_chain_needs_three_colours():
+    """A circuit ladder: a tridiagonal chain plus a source's row and column (MNA). Visiting
+    largest degree first gives it 5 colours; the natural order finds the optimal 3."""
+    n = 40
+    mask = np.abs(np.subtract.outer(np.arange(n + 1), np.arange(n + 1))) <= 1
+    mask[n, n - 1] = mask[n - 1, n] = mask[n, n] = False
+    mask[0, n] = mask[n, 0] = True
+    assert _check_coloring(SparsityPattern.from_dense(mask)) == 3
+    shuffled = np.random.default_rng(0).permutation(n + 1)  # never worse than largest-first
+    assert _check_coloring(SparsityPattern.from_dense(mask[:, shuffled])) <= 5
+
+
 @pytest.mark.parametrize("problem", [
     lambda: diode_ladder(30), lambda: diode_grid(6), lambda: random_sparse_function(40, 0.1, 3)
 ], ids=["ladder", "grid", "random"])

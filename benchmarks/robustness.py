@@ -127,8 +127,9 @@ scipy's `root(method="hybr"/"lm")` with its defaults (finite-difference Jacobian
 The last row counts runs where a method reported success but max|F| > 1e-8 (scipy's
 `lm` reports success at least-squares minima that are not roots).
 
-`Default` is Newton with line search, then (per member that failed) a dogleg trust region
-with three variable scalings in turn, then Newton-homotopy continuation. Its one miss,
+`Default` is Newton with line search and a watchdog, then (per member that failed) Newton
+with a monotone line search, a dogleg trust region with three variable scalings in turn,
+then Newton-homotopy continuation. Its one miss,
 the trigonometric function from 10x, ends at a local minimum of ||F|| (max|F| ~ 4e-3)
 with every stage; `tests/test_solvers_problems.py` asserts every other run.
 

@@ -1,4 +1,5 @@
-"""Newton's method with a backtracking line search and model step limiting."""
+"""Newton's method with a backtracking line search (optionally a watchdog) and model step
+limiting."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ class _State(NamedTuple):
     num_jev: jax.Array
     result: jax.Array
     done: jax.Array
+    best: tuple          # (x, f, phi): the smallest ||F|| so far (the watchdog's point)
+    streak: jax.Array    # full steps in a row that did not improve on `best`
 
 
 def check_square(fn, x0, params, method: str) -> None:
@@ -48,6 +51,14 @@ class Newton(AbstractRootMethod):
     ``|dx_i| <= rtol |x_i|`` for every i. The model's ``step_limit`` hook scales the step
     before the line search. ``rcond_tol`` only decides whether a failed line search is
     reported as ``singular_jacobian`` (ill-conditioned J) or ``line_search_failed``.
+
+    ``watchdog = M > 0`` (Chamberlain et al.'s watchdog technique) takes full steps, needing
+    only a finite residual, for up to M steps in a row that do not lower ||F|| below its best
+    so far; then it returns to the best point and backtracks from there. A monotone line
+    search stalls where one full step raises ||F|| on the way to a fast convergence (from a
+    far start on a network with power-law element laws, the first step overshoots: damped
+    steps of 1/256 make no progress while full Newton converges in 8). An unconverged run
+    returns its best point.
     """
 
     rtol: float = 1e-10
@@ -57,22 +68,34 @@ class Newton(AbstractRootMethod):
     line_search: bool = True
     max_backtracks: int = 30
     rcond_tol: float = 1e-13
+    watchdog: int = 0
 
     def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
         check_square(problem.fn, x0, params, "Newton")
         x0, f0, result, done = initial_checks(problem.fn, x0, params, active, self.atol)
         zero = jnp.zeros((), jnp.int32)
-        state = _State(x0, f0, half_sq_norm(f0), zero, zero + 1, zero, result, done)
+        phi0 = half_sq_norm(f0)
+        state = _State(x0, f0, phi0, zero, zero + 1, zero, result, done, (x0, f0, phi0), zero)
         state = lax.while_loop(lambda s: ~s.done,
                                lambda s: self._step(problem, params, s), state)
-        return make_solution(state.x, state.result, state.steps, state.num_fev,
-                             state.num_jev, max_abs(state.f))
+        x, f = state.x, state.f
+        if self.watchdog > 0:
+            worse = (state.best[2] < state.phi) & (state.result != int(RESULTS.successful))
+            x, f, _ = _pick(worse, state.best, (x, f, state.phi))
+        return make_solution(x, state.result, state.steps, state.num_fev,
+                             state.num_jev, max_abs(f))
+
+    def _relaxed(self, s: _State) -> jax.Array:
+        """Whether this step is a watchdog's full step (no sufficient-decrease test)."""
+        return (self.watchdog > 0) & self.line_search & (s.streak < self.watchdog)
 
     def _search(self, problem, params, s: _State, op, direction) -> LineSearchResult:
         if self.line_search:
             slope = jnp.dot(s.f, self.linear_solver.matvec(op, direction))
-            return backtrack(problem.fn, s.x, direction, params, s.phi, slope,
-                             max_backtracks=self.max_backtracks, active=~s.done)
+            relaxed = self._relaxed(s)
+            found = backtrack(problem.fn, s.x, direction, params, s.phi, slope,
+                              max_backtracks=self.max_backtracks, active=~s.done & ~relaxed)
+            return found._replace(ok=jnp.where(relaxed, found.any_finite, found.ok))
         f = problem.fn(s.x + direction, params)
         phi = half_sq_norm(f)
         finite = jnp.isfinite(phi)
@@ -93,18 +116,33 @@ class Newton(AbstractRootMethod):
         f = jnp.where(moved, search.f, s.f)
         steps = s.steps + 1
         converged = (max_abs(f) <= self.atol) | small_step
+        searched = search.ok | self._relaxed(s)  # a failed full step goes back to the best
         failure = jnp.where(
             ~dx_ok, code(RESULTS.singular_jacobian),
-            jnp.where(search.ok, code(RESULTS.successful), self._why(ls, op, search)))
+            jnp.where(searched, code(RESULTS.successful), self._why(ls, op, search)))
         failed = failure != int(RESULTS.successful)
         out_of_steps = steps >= self.max_steps
         result = jnp.where(converged, code(RESULTS.successful),
                            jnp.where(failed, failure,
                                      jnp.where(out_of_steps, code(RESULTS.max_steps_reached),
                                                code(RESULTS.successful))))
-        new = _State(x, f, half_sq_norm(f), steps, s.num_fev + search.num_fev,
-                     s.num_jev + 1, result, converged | failed | out_of_steps)
+        x, f, phi, best, streak = self._watch(s, x, f, search.ok, converged)
+        new = _State(x, f, phi, steps, s.num_fev + search.num_fev, s.num_jev + 1, result,
+                     converged | failed | out_of_steps, best, streak)
         return freeze(s.done, s, new)
+
+    def _watch(self, s: _State, x, f, ok, converged):
+        """The watchdog's book-keeping: a new best resets the streak; a full step that is
+        not finite, or the M-th in a row without a new best, returns to the best point,
+        from which the next step backtracks. A converged or unwatched run never goes back."""
+        phi = half_sq_norm(f)
+        improved = phi <= (1.0 - 1e-4) * s.best[2]
+        streak = jnp.where(improved, 0, s.streak + 1)
+        back = (self._relaxed(s) & ~improved & ~converged
+                & (~ok | (streak >= self.watchdog)))
+        best = _pick(improved, (x, f, phi), s.best)
+        x, f, phi = _pick(back, best, (x, f, phi))
+        return x, f, phi, best, jnp.where(back, self.watchdog, streak)
 
     def _why(self, ls, op, search: LineSearchResult) -> jax.Array:
         """The code for a failed line search."""
@@ -112,3 +150,8 @@ class Newton(AbstractRootMethod):
                          jnp.where(ls.rcond(op) < self.rcond_tol,
                                    code(RESULTS.singular_jacobian),
                                    code(RESULTS.line_search_failed)))
+
+
+def _pick(cond, a, b):
+    """``a`` where ``cond`` else ``b``, leaf by leaf."""
+    return jax.tree_util.tree_map(lambda u, v: jnp.where(cond, u, v), a, b)

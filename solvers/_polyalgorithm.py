@@ -74,12 +74,14 @@ class TrustRegionRestarts(AbstractRootMethod):
 
 @dataclasses.dataclass(frozen=True)
 class Default(AbstractRootMethod):
-    """Polyalgorithm: Newton with line search; then, for members that failed, a dogleg trust
-    region from the start (with three variable scalings in turn); then Newton-homotopy
-    continuation. Each member keeps its best attempt (converged, else smallest residual)
-    and its own code. Under ``vmap`` a fallback iterates only while some member needs it.
+    """Polyalgorithm: Newton with line search and a 4-step watchdog (see `Newton`); then, for
+    members that failed, Newton with a monotone line search (the watchdog's full steps can
+    leave for a basin without a root: x^3 - 2x + 3 from 0); then a dogleg trust region from
+    the start (with three variable scalings in turn); then Newton-homotopy continuation.
+    Each member keeps its best attempt (converged, else smallest residual) and its own code.
+    Under ``vmap`` a fallback iterates only while some member needs it.
     ``solvers.solve``/``solve_batch`` called outside transforms run Newton alone first and
-    compile the fallbacks only if some member failed, for those members only: a third of
+    compile the fallbacks only if some member failed, for those members only: a fraction of
     the compile time when Newton succeeds, with the same answer.
 
     Over-determined systems (m > n) go to Levenberg-Marquardt (least squares).
@@ -95,7 +97,7 @@ class Default(AbstractRootMethod):
         if self.methods is not None:
             return tuple(self.methods)
         kw = dict(rtol=self.rtol, atol=self.atol, linear_solver=self.linear_solver)
-        return (Newton(max_steps=50, **kw),
+        return (Newton(max_steps=50, watchdog=4, **kw), Newton(max_steps=50, **kw),
                 TrustRegionRestarts(TrustRegion(max_steps=1000, **kw)),
                 Homotopy(inner=Newton(max_steps=50, **kw)))
 

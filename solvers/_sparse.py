@@ -207,28 +207,40 @@ class SparseHostLU(_AbstractSparseSolver):
     Robust pivoting and fast for one large system; each call copies the values to the host
     and factors there, so it does not run on an accelerator and loops over a vmapped batch
     one system at a time. A singular matrix gives a NaN solution.
+
+    ``permc_spec`` is SuperLU's column ordering; ``diag_pivot_thresh`` (in [0, 1]) its
+    threshold pivoting: a diagonal entry is kept as pivot if it is at least that fraction of
+    its column's largest. A symmetric ordering (``"MMD_AT_PLUS_A"``) needs a small threshold
+    (0.1), else row swaps undo it; where the diagonal cannot pivot (saddle points, such as a
+    pipe network's Jacobian) no threshold keeps it: use COLAMD (``solvers.default_method``
+    picks, see ``host_ordering``).
     """
 
-    def __init__(self, rows, cols=None, shape=None, *, permc_spec: str = "COLAMD"):
+    def __init__(self, rows, cols=None, shape=None, *, permc_spec: str = "COLAMD",
+                 diag_pivot_thresh: float = 1.0):
         pattern = as_pattern(rows, cols, shape)
         if pattern.shape[0] != pattern.shape[1]:
             raise SparsityError(f"SparseHostLU needs a square Jacobian, got {pattern.shape}.")
+        if not 0.0 <= float(diag_pivot_thresh) <= 1.0:
+            raise ValueError(f"diag_pivot_thresh must be in [0, 1], got {diag_pivot_thresh!r}.")
         object.__setattr__(self, "pattern", pattern)
         object.__setattr__(self, "permc_spec", str(permc_spec))
+        object.__setattr__(self, "diag_pivot_thresh", float(diag_pivot_thresh))
 
     def _options(self):
-        return (self.permc_spec,)
+        return (self.permc_spec, self.diag_pivot_thresh)
 
     def _solve(self, transpose):
         def solve(data, b):
             out = jax.ShapeDtypeStruct(b.shape, b.dtype)
-            host = functools.partial(_host_splu, self.pattern, transpose, self.permc_spec)
+            host = functools.partial(_host_splu, self.pattern, transpose, self.permc_spec,
+                                     self.diag_pivot_thresh)
             values = self.values(SparseOperator(data))
             return jax.pure_callback(host, out, values, b, vmap_method="expand_dims")
         return solve
 
 
-def _host_splu(pattern, transpose, permc_spec, values, b):
+def _host_splu(pattern, transpose, permc_spec, thresh, values, b):
     """Host side of `SparseHostLU`: loop over the (broadcast) batch, factor, solve."""
     values, b = np.asarray(values), np.asarray(b)
     batch = np.broadcast_shapes(values.shape[:-1], b.shape[:-1])
@@ -241,7 +253,7 @@ def _host_splu(pattern, transpose, permc_spec, values, b):
         csc.data[:] = values[i][order]
         try:
             with np.errstate(all="ignore"):
-                x = spla.splu(csc, permc_spec=permc_spec).solve(b2[i], trans="T" if transpose else "N")
+                x = spla.splu(csc, permc_spec=permc_spec, diag_pivot_thresh=thresh).solve(b2[i], trans="T" if transpose else "N")
         except RuntimeError:  # "Factor is exactly singular"
             x = np.full(b2.shape[-1], np.nan)
         out[i] = x if np.all(np.isfinite(x)) else np.nan

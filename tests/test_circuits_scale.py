@@ -48,6 +48,8 @@ def test_default_solver_is_the_library_choice_at_circuit_tolerances():
     # MNA patterns are structurally symmetric: minimum degree on A^T + A, not COLAMD
     assert isinstance(one.linear_solver, solvers.SparseHostLU)
     assert one.linear_solver.permc_spec == "MMD_AT_PLUS_A"
+    # with threshold pivoting, which keeps the symmetric ordering (strict pivoting undoes it)
+    assert one.linear_solver.diag_pivot_thresh == 0.1
     batch = default_solver(system, batch_size=8).linear_solver
     assert type(batch) is type(solvers.default_method(system, batch_size=8).linear_solver)
     assert isinstance(default_solver().linear_solver, solvers.DenseLU)
@@ -58,6 +60,9 @@ def test_host_ordering_is_colamd_for_unsymmetric_patterns():
 
     assert host_ordering([0, 1, 1, 2], [0, 0, 1, 2]) == "COLAMD"  # lower triangle only
     assert host_ordering([0, 0, 1, 1], [0, 1, 0, 1]) == "MMD_AT_PLUS_A"
+    assert host_ordering([0, 0, 1, 1, 1, 2, 2], [0, 1, 0, 1, 2, 1, 2]) == "MMD_AT_PLUS_A"
+    # symmetric, but a saddle point (zero diagonal): pivoting would undo a symmetric ordering
+    assert host_ordering([0, 0, 1, 1, 2, 2, 3, 3], [1, 2, 0, 3, 0, 3, 1, 2]) == "COLAMD"
 
 
 def test_read_raw_binary_and_markdown(tmp_path):

@@ -56,6 +56,44 @@ def test_step_limit_hook_makes_plain_newton_converge():
     np.testing.assert_allclose(diode(limited.x, p), 0.0, atol=1e-10)
 
 
+def pipe_ring(x, p):
+    """Junctions in a ring through a reservoir (head ``level``), Hazen-Williams pipes between:
+    n heads, then n + 1 flows; each junction draws ``demand`` (mass balance, then head laws)."""
+    n = (x.shape[0] - 1) // 2
+    h, q = x[:n], x[n:]
+    ring = jnp.concatenate([jnp.array([p["level"]]), h, jnp.array([p["level"]])])
+    pipes = ring[:-1] - ring[1:] - p["r"] * q * jnp.abs(q) ** 0.852
+    return jnp.concatenate([q[:-1] - q[1:] - p["demand"], pipes])
+
+
+def test_watchdog_takes_the_full_steps_a_monotone_line_search_stalls_on():
+    # From a far start the first Newton step overshoots the flows and raises ||F|| 100-fold;
+    # full Newton then converges fast. Backtracking on ||F|| takes tiny steps instead.
+    n = 20
+    x0 = jnp.concatenate([jnp.full(n, 40.0), jnp.full(n + 1, 0.1)])
+    p = {"r": jnp.linspace(1.0, 10.0, n + 1), "demand": 5.0, "level": 50.0}
+    monotone = solvers.solve_flat(pipe_ring, x0, p, solver=solvers.Newton())
+    watched = solvers.solve_flat(pipe_ring, x0, p, solver=solvers.Newton(watchdog=4))
+    default = solvers.solve_flat(pipe_ring, x0, p, solver=solvers.Default())
+    assert RESULTS(int(monotone.result)) is RESULTS.max_steps_reached
+    for sol in (watched, default):
+        assert RESULTS(int(sol.result)) is RESULTS.successful
+        assert int(sol.iterations) <= 10
+        np.testing.assert_allclose(pipe_ring(sol.x, p), 0.0, atol=1e-9)
+
+
+def test_watchdog_returns_to_its_best_point_when_full_steps_fail():
+    # Full steps from 0 V overflow the diode's exponential: each returns to the best point,
+    # backtracks from there, and the run still converges; a failed run keeps its best point.
+    p = {"vs": jnp.asarray(5.0)}
+    sol = solvers.solve_flat(diode, jnp.zeros(1), p, solver=solvers.Newton(watchdog=2))
+    assert RESULTS(int(sol.result)) is RESULTS.successful
+    np.testing.assert_allclose(diode(sol.x, p), 0.0, atol=1e-10)
+    short = solvers.solve_flat(diode, jnp.zeros(1), p, solver=solvers.Newton(watchdog=2, max_steps=3))
+    assert float(short.residual_norm) <= float(jnp.max(jnp.abs(diode(jnp.zeros(1), p))))
+    np.testing.assert_allclose(jnp.max(jnp.abs(diode(short.x, p))), short.residual_norm)
+
+
 def test_source_stepping_continuation():
     scaled = lambda p, t: {"vs": p["vs"] * t}
     p = {"vs": jnp.asarray(5.0)}

@@ -123,6 +123,9 @@ def scipy_root(problem):
 SINGULAR_ROOTS = {"powell_singular", "sample_19"}
 # Every point of both axes is a root: the two methods stop at different ones.
 ROOT_CURVES = {"sample_18"}
+# Several isolated roots: Boggs's (0, 1) and (-1, 2). From (1, 0) Default's first Newton step
+# raises ||F||; its watchdog keeps that step and reaches (-1, 2), hybr's trust region (0, 1).
+OTHER_ROOTS = {"boggs": np.array([-1.0, 2.0])}
 
 
 @pytest.mark.parametrize("problem", nlp.PROBLEMS, ids=lambda p: f"{p.number:02d}-{p.name}")
@@ -133,6 +136,8 @@ def test_default_agrees_with_scipy_hybr(problem):
         pytest.skip(f"scipy hybr does not solve {problem.name} from its standard start")
     assert solved(problem, ours)
     if problem.name in ROOT_CURVES:
+        return
+    if problem.name in OTHER_ROOTS and np.allclose(ours, OTHER_ROOTS[problem.name], atol=1e-7):
         return
     atol = 1e-3 if problem.name in SINGULAR_ROOTS else 1e-7
     np.testing.assert_allclose(ours, ref.x, rtol=1e-6, atol=atol)

@@ -204,8 +204,16 @@ fill_columns(PyObject *objs, PyObject *names, PyObject *any_kinds, PyObject *lea
         PyErr_NoMemory();
         return -1;
     }
-    for (Py_ssize_t j = 0; j < f; j++)
+    int *any = PyMem_Calloc(f + 1, sizeof(int));
+    if (any == NULL) {
+        PyMem_Free(last);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < f; j++) {
         kinds[j] = UNIFORM_LEAVES | UNIFORM_NODES;
+        any[j] = PyObject_IsTrue(PyTuple_GET_ITEM(any_kinds, j)) == 1;
+    }
     int status = 0;
     for (Py_ssize_t i = 0; i < n && status == 0; i++) {
         PyObject *d = PyObject_GenericGetDict(PyList_GET_ITEM(objs, i), NULL);
@@ -225,8 +233,7 @@ fill_columns(PyObject *objs, PyObject *names, PyObject *any_kinds, PyObject *lea
             columns[j * n + i] = Py_NewRef(v);
             if (kinds[j] == 0 || Py_TYPE(v) == last[j])
                 continue;
-            int k = value_kinds(v, PyObject_IsTrue(PyTuple_GET_ITEM(any_kinds, j)), leaf_types,
-                                array_type, base);
+            int k = value_kinds(v, any[j], leaf_types, array_type, base);
             if (k < 0) {
                 status = -1;
                 break;
@@ -237,6 +244,7 @@ fill_columns(PyObject *objs, PyObject *names, PyObject *any_kinds, PyObject *lea
         Py_DECREF(d);
     }
     PyMem_Free(last);
+    PyMem_Free(any);
     return status;
 }
 

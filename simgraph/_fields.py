@@ -12,6 +12,9 @@ import dataclasses
 import typing
 from typing import Any, Literal
 
+import jax
+import numpy as np
+
 FieldKind = Literal["state", "unknown", "static"]
 _KIND_KEY = "simgraph.kind"
 _KINDS = ("state", "unknown", "static")
@@ -34,16 +37,13 @@ def field(
 
 
 def _is_array(value: Any) -> bool:
-    return type(value).__module__.startswith(("jax", "numpy")) and hasattr(value, "shape") \
-        and getattr(type(value), "__hash__", None) is None
+    return isinstance(value, (np.ndarray, jax.Array))
 
 
 def _array_factory(value: Any):
     """A ``default_factory`` for an array default: JAX arrays are immutable and shared, NumPy
     arrays are copied so that no two nodes share a mutable buffer."""
-    if hasattr(value, "copy") and type(value).__module__.startswith("numpy"):
-        return value.copy
-    return lambda: value
+    return value.copy if isinstance(value, np.ndarray) else lambda: value
 
 
 def static(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING) -> Any:

@@ -103,6 +103,8 @@ def _by_class(nodes: list, lo: int, hi: int) -> list:
 def id_sequence(ids) -> tuple | range:
     """The canonical form of a sequence of node ids in aux data: ``range(a, a + n)`` when
     n >= 2 ids run consecutively upwards, else a tuple (``_fastwalk.c`` follows the same rule)."""
+    if type(ids) is range and ids.step == 1:
+        return ids if len(ids) >= 2 else tuple(ids)
     ids = tuple(ids)
     n = len(ids)
     if n >= 2 and ids[-1] - ids[0] == n - 1 and ids == tuple(range(ids[0], ids[0] + n)):

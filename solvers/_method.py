@@ -7,6 +7,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ._result import RESULTS
 from ._solution import FlatSolution
@@ -45,6 +46,15 @@ class AbstractRootMethod(abc.ABC):
 
     def solve(self, problem: FlatProblem, x0: jax.Array, params: Any) -> FlatSolution:
         return self.run(problem, x0, params, jnp.asarray(True))
+
+
+def check_count(method: Any, name: str, minimum: int) -> None:
+    """Raise a clear error unless ``method.<name>`` is an integer >= ``minimum`` (a bad count
+    would otherwise surface as a tracing error, or silently as no iterations at all)."""
+    value = getattr(method, name)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{type(method).__name__}({name}=...) must be an integer >= {minimum}, "
+                         f"got {value!r}.")
 
 
 def max_abs(v: jax.Array) -> jax.Array:

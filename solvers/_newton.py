@@ -13,8 +13,8 @@ from jax import lax
 from ._dense import DenseLU
 from ._line_search import LineSearchResult, backtrack, half_sq_norm
 from ._linear import AbstractLinearSolver
-from ._method import (AbstractRootMethod, FlatProblem, apply_step_limit, code, freeze,
-                      initial_checks, max_abs, step_is_small)
+from ._method import (AbstractRootMethod, FlatProblem, apply_step_limit, check_count, code,
+                      freeze, initial_checks, max_abs, step_is_small)
 from ._result import RESULTS
 from ._solution import FlatSolution, make_solution
 
@@ -69,6 +69,10 @@ class Newton(AbstractRootMethod):
     max_backtracks: int = 30
     rcond_tol: float = 1e-13
     watchdog: int = 0
+
+    def __post_init__(self) -> None:
+        for name, minimum in (("max_steps", 1), ("max_backtracks", 0), ("watchdog", 0)):
+            check_count(self, name, minimum)
 
     def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
         check_square(problem.fn, x0, params, "Newton")

@@ -136,6 +136,8 @@ def test_consecutive_ids_are_ranges_in_both_paths(monkeypatch):
         assert type(users[3][1]) is tuple and targets[1] == range(7, 10)
     assert _walk.id_sequence([4]) == (4,) and _walk.id_sequence([2, 3, 4]) == range(2, 5)
     assert _walk.id_sequence([1, 3, 2, 4]) == (1, 3, 2, 4)
+    assert _walk.id_sequence(range(5, 6)) == (5,) and _walk.id_sequence(range(0)) == ()
+    assert _walk.id_sequence(range(2, 9)) == range(2, 9)
 
 
 def test_node_classes_compare_by_identity():

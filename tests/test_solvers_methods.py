@@ -160,3 +160,14 @@ def test_jaxopt_nan_member_is_reported():
                                    jnp.array([[4.0], [jnp.nan]]), solver=solvers.JaxoptBroyden())
     assert [RESULTS(int(c)) for c in sol.result] == [RESULTS.successful,
                                                      RESULTS.nonfinite_input]
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"watchdog": -1}, r"watchdog=\.\.\.\) must be an integer >= 0, got -1"),
+    ({"watchdog": 2.5}, r"watchdog=\.\.\.\) must be an integer >= 0, got 2\.5"),
+    ({"max_steps": 0}, r"max_steps=\.\.\.\) must be an integer >= 1"),
+    ({"max_backtracks": -3}, r"max_backtracks=\.\.\.\) must be an integer >= 0"),
+])
+def test_newton_rejects_bad_counts_when_built(options, message):
+    with pytest.raises(ValueError, match=message):
+        solvers.Newton(**options)

@@ -30,6 +30,7 @@ from ._model_errors import (
     SingularComponentError,
     StructurallySingularError,
 )
+from ._banded import BandedLU
 from ._sparse import SparseHostLU, SparseLU
 from ._sparse_auto import SparseAuto
 from ._sparse_krylov import SparseKrylov
@@ -39,6 +40,7 @@ from ._system import System
 __all__ = [
     "AbstractLinearSolver",
     "AbstractRootMethod",
+    "BandedLU",
     "BiCGStab",
     "Default",
     "DenseLU",

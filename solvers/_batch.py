@@ -2,7 +2,7 @@
 
 On CPU each chunk runs as a ``lax.map`` over blocks of members sized so that one block's
 Newton iteration stays in cache (`block_size`); each block's loops also stop as soon as its
-own members are done. On the 100-node diode ladder blocks of 64 are 3-4x faster than one
+own members are done. On the 100-node diode ladder blocks of 128 are 3-4x faster than one
 ``vmap`` over 10 000 members.
 """
 
@@ -27,11 +27,12 @@ DEFAULT_CHUNK = 16384
 #: Members per vmapped block on CPU aim at this many bytes of traced intermediates (the
 #: linearization's jaxpr, summed; XLA fuses most of them away): blocks whose working set
 #: stays in cache run 2-4x faster than one vmap over thousands of members, and each block's
-#: loops stop on their own. Measured on a 2-core EPYC (1 MiB L2 per core) under load:
-#: 100-node diode ladder, ~160 kB per member: blocks of 64 (48-64 best, 128 25-40% slower,
-#: 16-32 pay per-kernel overhead); 10x10 diode grid, ~330 kB: blocks of 32 (64 20% slower).
-BLOCK_BYTES = 1 << 24
-MIN_BLOCK, MAX_BLOCK = 16, 1024
+#: loops stop on their own. Measured on a 2-core EPYC (1 MiB L2 per core), solves/s at
+#: B = 10 000 by block size: 100-node diode ladder (~160 kB per member, BandedLU) 32: 10.9k,
+#: 64: 12.6k, 128: 15.0k, 256: 14.3k, 512: 10.4k; 10x10 diode grid (~330 kB, SparseLU)
+#: 32: 4.6k, 64: 5.9k, 128: 5.0k; 10-node ladder: flat from 64 to 1024.
+BLOCK_BYTES = 1 << 25
+MIN_BLOCK, MAX_BLOCK = 16, 256
 
 
 @partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))

@@ -20,6 +20,7 @@ try:  # jax's own test for "no transform is tracing"; only the tracer check with
 except ImportError:  # pragma: no cover
     jax_core = None
 
+from ._banded import BandedLU, banded_beats_dense
 from ._batch import solve_flat_batch
 from ._dense import DenseLU
 from ._method import AbstractRootMethod
@@ -127,13 +128,21 @@ class Solution:
 def default_method(system: System, solver: Optional[AbstractRootMethod] = None, *,
                    batch_size: Optional[int] = None, **options: Any) -> AbstractRootMethod:
     """The caller's method, or ``Default(**options)`` with a linear solver suited to the
-    system: dense LU for small systems, else a sparse LU from the graph's Jacobian pattern
+    system: dense LU for small systems (for batches a banded LU when the pattern is a narrow
+    band, e.g. a ladder: coloured JVPs and no batched LAPACK calls), else a sparse LU from
+    the graph's Jacobian pattern
     (scipy's pivoting LU on the host for single CPU solves; for batches the back end
     ``SparseAuto`` picks, usually the in-JAX level-scheduled ``SparseLU``)."""
     if solver is not None:
         return solver
     limit = DENSE_LIMIT if batch_size is None else DENSE_LIMIT_BATCH
-    if system.n <= limit or system.n != system.m:
+    if system.n != system.m:
+        return Default(linear_solver=DenseLU(), **options)
+    if system.n <= limit:
+        if batch_size is not None:
+            banded = BandedLU(*system.sparsity())
+            if banded_beats_dense(banded.pattern):
+                return Default(linear_solver=banded, **options)
         return Default(linear_solver=DenseLU(), **options)
     rows, cols, shape = system.sparsity()
     if batch_size is None and jax.default_backend() == "cpu":

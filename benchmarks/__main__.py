@@ -56,15 +56,17 @@ def main(argv=None) -> int:
     jax.config.update("jax_enable_x64", True)  # the physics benchmarks need float64
     args.out.mkdir(parents=True, exist_ok=True)
     store = args.out / "benchmarks.json"
-    kept = load_sections(store, args.quick) if args.only else {}
+    fresh = {}
     for name in args.only or _suite.BENCHMARKS:
         log(f"[benchmarks] {name} ...")
         section = run_one(name, args.quick, args.out)
         section.measured = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
         log(f"[benchmarks] {name}: {'FAILED' if section.failed else 'done'} in {section.seconds:.0f} s")
         print("\n" + render_section(section), flush=True)
-        kept[name] = section
-    # --only reruns some benchmarks and keeps the others' last results (same mode)
+        fresh[name] = section
+    # --only reruns some benchmarks and keeps the others' last results (same mode), read
+    # now rather than at the start so that runs of different sections may overlap
+    kept = {**(load_sections(store, args.quick) if args.only else {}), **fresh}
     sections = [kept[name] for name in _suite.BENCHMARKS if name in kept]
     save_sections(store, sections, args.quick)
     command = "python -m benchmarks" + (" --quick" if args.quick else "")

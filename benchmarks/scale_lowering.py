@@ -8,8 +8,10 @@ Two generated networks of N = 10^3, 10^4, 10^5 graph nodes (elements and junctio
 Grouped evaluation is compared with object-by-object evaluation where the latter finishes
 in reasonable time (``--objectwise-max``). Each grouped row also solves the network in the
 same run: ``solve_s`` = ``solvers.solve`` with the default method (compile included),
-``solve_warm_s`` its second call, ``scipy_s`` = ``scipy.optimize.newton_krylov`` on the same
-lowered equations (``_scale_peers``), ``solve_speedup`` = scipy_s / solve_s.
+``solve_warm_s`` its second call, ``scipy_lu_s`` = the SciPy sparse reference (Newton with
+``spsolve`` on the model's sparse Jacobian, see ``_scale_peers``), ``lu_speedup`` =
+scipy_lu_s / solve_warm_s, ``scipy_s`` = ``scipy.optimize.newton_krylov`` without a
+preconditioner (it does not converge on these networks), ``solve_speedup`` = scipy_s / solve_s.
 Run: ``python -m benchmarks.scale_lowering [--quick] [--no-solve]``.
 """
 
@@ -198,7 +200,8 @@ def _measure(graph, evaluation: str) -> dict:
 def run(sizes=(1_000, 10_000, 100_000), objectwise_max: int = 1_000, solve: bool = True,
         scipy_budget: float = 60.0) -> list[dict]:
     """One row per case, N and evaluation; with ``solve`` the grouped rows also time a whole
-    solve against SciPy's ``newton_krylov`` on the same equations (``_scale_peers``)."""
+    solve against SciPy's sparse Newton and ``newton_krylov`` on the same equations
+    (``_scale_peers``)."""
     rows = []
     for name, make in (("diode grid", diode_grid), ("pipe network", pipe_network)):
         _measure(make(100), "grouped")  # warm-up: JAX's one-time set-up is not the lowering's cost
@@ -234,7 +237,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="N = 10^3 and 10^4 only")
     parser.add_argument("--no-solve", action="store_true",
-                        help="lowering only: skip the whole solves against scipy's newton_krylov")
+                        help="lowering only: skip the whole solves against scipy")
     parser.add_argument("--objectwise-max", type=int, default=1_000,
                         help="largest N for the object-by-object comparison (compile grows with N)")
     args = parser.parse_args(argv)

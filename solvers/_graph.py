@@ -27,7 +27,9 @@ from ._method import AbstractRootMethod
 from ._polyalgorithm import Default, run_staged
 from ._solution import FlatSolution
 from ._solve import raise_if_failed_anywhere, solve_flat
-from ._sparse import SparseHostLU
+from ._host_lu import symmetric_with_diagonal
+from ._schur import schur_plan
+from ._sparse import SparseHostLU, as_pattern
 from ._sparse_auto import SparseAuto
 from ._system import System
 
@@ -146,11 +148,26 @@ def default_method(system: System, solver: Optional[AbstractRootMethod] = None, 
         return Default(linear_solver=DenseLU(), **options)
     rows, cols, shape = system.sparsity()
     if batch_size is None and jax.default_backend() == "cpu":
-        order = host_ordering(rows, cols)
-        host = SparseHostLU(rows, cols, shape, permc_spec=order,
-                            diag_pivot_thresh=0.1 if order == "MMD_AT_PLUS_A" else 1.0)
-        return Default(linear_solver=host, **options)
+        return Default(linear_solver=host_solver(rows, cols, shape), **options)
     return Default(linear_solver=SparseAuto(rows, cols, shape, batch_size=batch_size), **options)
+
+
+def host_solver(rows, cols, shape) -> SparseHostLU:
+    """The host LU for one large system: `host_ordering`'s ordering, with diagonal threshold
+    pivoting (``diag_pivot_thresh=0.1``) for the symmetric one; for a saddle point whose
+    Schur complement is symmetric with its diagonal (a pipe network: eliminating the flows
+    leaves a weighted Laplacian on the heads, as EPANET's GGA does) ``schur=True`` with that
+    symmetric ordering on the complement: at 10^5 unknowns a Newton step takes a quarter of
+    COLAMD's time on the whole matrix."""
+    pattern = as_pattern(rows, cols, shape)
+    order = host_ordering(pattern.rows, pattern.cols)
+    if order == "COLAMD":
+        plan = schur_plan(pattern)
+        if plan is not None and plan.symmetric:
+            return SparseHostLU(pattern, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.1,
+                                schur=True)
+    return SparseHostLU(pattern, permc_spec=order,
+                        diag_pivot_thresh=0.1 if order == "MMD_AT_PLUS_A" else 1.0)
 
 
 def host_ordering(rows, cols) -> str:
@@ -162,12 +179,8 @@ def host_ordering(rows, cols) -> str:
     diagonal structurally zero) pivot off the diagonal wherever it is zero or small, which
     undoes a symmetric ordering: 8 times COLAMD's fill at 10^4 unknowns."""
     rows, cols = np.asarray(rows), np.asarray(cols)
-    edges = set(zip(rows.tolist(), cols.tolist()))
-    mirrored = sum((c, r) in edges for r, c in edges)
     n = int(max(rows.max(initial=-1), cols.max(initial=-1))) + 1
-    missing = n - len(set(rows[rows == cols].tolist()))
-    symmetric = mirrored >= 0.9 * len(edges) and missing <= 0.05 * n
-    return "MMD_AT_PLUS_A" if symmetric else "COLAMD"
+    return "MMD_AT_PLUS_A" if symmetric_with_diagonal(rows, cols, n) else "COLAMD"
 
 
 def solve(graph: Any, solver: Optional[AbstractRootMethod] = None, *,

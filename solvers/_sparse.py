@@ -26,11 +26,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 from jax import lax
 
+from ._host_lu import batch_solve, plain_solve
 from ._linear import AbstractLinearSolver
+from ._schur import schur_plan, schur_solve
 from ._sparse_lu import lu_solver
 from ._sparse_plan import LUPlan, build_plan
 from ._sparsity import (
@@ -210,60 +210,44 @@ class SparseHostLU(_AbstractSparseSolver):
 
     ``permc_spec`` is SuperLU's column ordering; ``diag_pivot_thresh`` (in [0, 1]) its
     threshold pivoting: a diagonal entry is kept as pivot if it is at least that fraction of
-    its column's largest. A symmetric ordering (``"MMD_AT_PLUS_A"``) needs a small threshold
-    (0.1), else row swaps undo it; where the diagonal cannot pivot (saddle points, such as a
-    pipe network's Jacobian) no threshold keeps it: use COLAMD (``solvers.default_method``
-    picks, see ``host_ordering``).
+    its column's largest. A symmetric ordering (``"MMD_AT_PLUS_A"``, computed once per
+    pattern and reused) needs a small threshold (0.1), else row swaps undo it; where the
+    diagonal cannot pivot (saddle points, such as a pipe network's Jacobian) no threshold
+    keeps it: use COLAMD, or ``schur=True``.
+
+    ``schur=True`` first eliminates the diagonal block next to the zero diagonals (a pipe
+    network's flows, see ``solvers._schur``) and factors the Schur complement on the rest
+    with ``permc_spec``/``diag_pivot_thresh``; a solve whose block pivots are zero or whose
+    backward error stays above 1000 eps after refinement factors the whole matrix instead.
+    ``solvers.default_method`` picks all three options (see ``host_solver``).
     """
 
     def __init__(self, rows, cols=None, shape=None, *, permc_spec: str = "COLAMD",
-                 diag_pivot_thresh: float = 1.0):
+                 diag_pivot_thresh: float = 1.0, schur: bool = False):
         pattern = as_pattern(rows, cols, shape)
         if pattern.shape[0] != pattern.shape[1]:
             raise SparsityError(f"SparseHostLU needs a square Jacobian, got {pattern.shape}.")
         if not 0.0 <= float(diag_pivot_thresh) <= 1.0:
             raise ValueError(f"diag_pivot_thresh must be in [0, 1], got {diag_pivot_thresh!r}.")
+        if schur and schur_plan(pattern) is None:
+            raise SparsityError(
+                "SparseHostLU(schur=True) needs a pattern with structurally zero diagonals "
+                "next to unknowns that have a diagonal (a saddle point such as a pipe "
+                "network's); this one has none: use schur=False.")
         object.__setattr__(self, "pattern", pattern)
         object.__setattr__(self, "permc_spec", str(permc_spec))
         object.__setattr__(self, "diag_pivot_thresh", float(diag_pivot_thresh))
+        object.__setattr__(self, "schur", bool(schur))
 
     def _options(self):
-        return (self.permc_spec, self.diag_pivot_thresh)
+        return (self.permc_spec, self.diag_pivot_thresh) + ((True,) if self.schur else ())
 
     def _solve(self, transpose):
         def solve(data, b):
             out = jax.ShapeDtypeStruct(b.shape, b.dtype)
-            host = functools.partial(_host_splu, self.pattern, transpose, self.permc_spec,
-                                     self.diag_pivot_thresh)
+            one = functools.partial(schur_solve if self.schur else plain_solve, self.pattern,
+                                    self.permc_spec, self.diag_pivot_thresh, transpose)
             values = self.values(SparseOperator(data))
-            return jax.pure_callback(host, out, values, b, vmap_method="expand_dims")
+            return jax.pure_callback(functools.partial(batch_solve, one), out, values, b,
+                                     vmap_method="expand_dims")
         return solve
-
-
-def _host_splu(pattern, transpose, permc_spec, thresh, values, b):
-    """Host side of `SparseHostLU`: loop over the (broadcast) batch, factor, solve."""
-    values, b = np.asarray(values), np.asarray(b)
-    batch = np.broadcast_shapes(values.shape[:-1], b.shape[:-1])
-    values = np.broadcast_to(values, batch + values.shape[-1:]).reshape(-1, values.shape[-1])
-    b2 = np.broadcast_to(b, batch + b.shape[-1:]).reshape(-1, b.shape[-1])
-    out = np.empty(b2.shape, np.result_type(values.dtype, b.dtype))
-    order, indices, indptr = _csc_structure(pattern)
-    csc = sp.csc_matrix((values[0][order], indices, indptr), shape=pattern.shape)
-    for i in range(values.shape[0]):
-        csc.data[:] = values[i][order]
-        try:
-            with np.errstate(all="ignore"):
-                x = spla.splu(csc, permc_spec=permc_spec, diag_pivot_thresh=thresh).solve(b2[i], trans="T" if transpose else "N")
-        except RuntimeError:  # "Factor is exactly singular"
-            x = np.full(b2.shape[-1], np.nan)
-        out[i] = x if np.all(np.isfinite(x)) else np.nan
-    return out.reshape(batch + b.shape[-1:]).astype(b.dtype)
-
-
-@functools.lru_cache(maxsize=32)
-def _csc_structure(pattern: SparsityPattern):
-    """``(order, indices, indptr)``: pattern-order values ``v[order]`` are CSC data."""
-    order = np.lexsort((pattern.rows, pattern.cols))
-    counts = np.bincount(pattern.cols, minlength=pattern.shape[1])
-    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-    return order, pattern.rows[order].astype(np.int32), indptr

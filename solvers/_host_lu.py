@@ -1,0 +1,130 @@
+"""Host side of `SparseHostLU`: SuperLU factorizations and solves, one system at a time.
+
+Runs inside ``jax.pure_callback`` on NumPy arrays. Two things are computed once per pattern
+and cached: the CSC structure of the pattern (`csc_structure`) and, for the symmetric
+minimum-degree ordering, SuperLU's column permutation. SuperLU recomputes its ordering at
+every ``splu`` call (about a sixth of a factorization of a 2-D grid of 25 000 unknowns);
+since the ordering depends on the pattern only, later calls apply the first call's ordering
+as a symmetric permutation and factor with ``permc_spec="NATURAL"``, which keeps SuperLU's
+preference for diagonal pivots (same fill, same pivots as a fresh ordering).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import OrderedDict
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ._sparsity import SparsityPattern
+
+#: Orderings whose permutation is reused as a symmetric permutation of later matrices.
+#: (COLAMD is a column ordering for unsymmetric pivoting: SuperLU's NATURAL mode would
+#: treat it as symmetric and postorder it differently, so it is recomputed every call.)
+REUSABLE_ORDERINGS = ("MMD_AT_PLUS_A",)
+_PERM_CACHE: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
+_PERM_CACHE_SIZE = 32
+
+
+@functools.lru_cache(maxsize=32)
+def csc_structure(pattern: SparsityPattern):
+    """``(order, indices, indptr)``: pattern-order values ``v[order]`` are CSC data."""
+    order = np.lexsort((pattern.rows, pattern.cols))
+    counts = np.bincount(pattern.cols, minlength=pattern.shape[1])
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    return order, pattern.rows[order].astype(np.int32), indptr
+
+
+def symmetric_with_diagonal(rows, cols, n: int) -> bool:
+    """Whether a pattern is (nearly) structurally symmetric (90% of its entries mirrored)
+    with (nearly) all its diagonal (at most 5% missing): the patterns that minimum degree on
+    A^T + A with diagonal pivoting suits."""
+    if n == 0:
+        return True
+    rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+    keys = np.unique(rows * n + cols)
+    mirrored = np.isin((keys % n) * n + keys // n, keys).sum()
+    missing = n - np.unique(rows[rows == cols]).size
+    return bool(mirrored >= 0.9 * keys.size and missing <= 0.05 * n)
+
+
+class Factor:
+    """A SuperLU factorization of ``A``, possibly of a symmetric permutation of it."""
+
+    def __init__(self, lu, perm):
+        self.lu, self.perm = lu, perm
+
+    def solve(self, b: np.ndarray, transpose: bool = False) -> np.ndarray:
+        trans = "T" if transpose else "N"
+        if self.perm is None:
+            return self.lu.solve(b, trans=trans)
+        x = np.empty_like(b)
+        x[self.perm] = self.lu.solve(b[self.perm], trans=trans)
+        return x
+
+    @property
+    def fill(self) -> int:
+        """Nonzeros of L plus U."""
+        return int(self.lu.L.nnz + self.lu.U.nnz)
+
+
+def factor(csc: sp.csc_matrix, key, permc_spec: str, thresh: float) -> Factor:
+    """``splu(csc)``; with a reusable ordering, the first call for ``key`` (a hashable of
+    the pattern) caches SuperLU's column permutation and later calls apply it. Raises
+    ``RuntimeError`` for an exactly singular matrix, as ``splu`` does."""
+    cache_key = (key, permc_spec)
+    cached = _PERM_CACHE.get(cache_key) if permc_spec in REUSABLE_ORDERINGS else None
+    with np.errstate(all="ignore"):
+        if cached is None:
+            lu = spla.splu(csc, permc_spec=permc_spec, diag_pivot_thresh=thresh)
+            if permc_spec in REUSABLE_ORDERINGS:
+                _remember(cache_key, _permutation(csc, np.argsort(lu.perm_c)))
+            return Factor(lu, None)
+        perm, data_order, indices, indptr = cached
+        permuted = sp.csc_matrix((csc.data[data_order], indices, indptr), shape=csc.shape)
+        return Factor(spla.splu(permuted, permc_spec="NATURAL", diag_pivot_thresh=thresh), perm)
+
+
+def _remember(key, value: tuple) -> None:
+    _PERM_CACHE[key] = value
+    _PERM_CACHE.move_to_end(key)
+    while len(_PERM_CACHE) > _PERM_CACHE_SIZE:
+        _PERM_CACHE.popitem(last=False)
+
+
+def _permutation(csc: sp.csc_matrix, perm: np.ndarray) -> tuple:
+    """``(perm, data_order, indices, indptr)``: ``P A P^T`` (``[i, j] = A[perm[i], perm[j]]``)
+    of any matrix with ``csc``'s (canonical) structure has CSC data ``A.data[data_order]``."""
+    positions = sp.csc_matrix((np.arange(1, csc.nnz + 1, dtype=np.float64), csc.indices,
+                               csc.indptr), shape=csc.shape)
+    permuted = positions[perm][:, perm].tocsc()
+    permuted.sort_indices()
+    data_order = permuted.data.astype(np.int64) - 1
+    return perm, data_order, permuted.indices.astype(np.int32), permuted.indptr.astype(np.int32)
+
+
+def batch_solve(solve_one, values: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Apply ``solve_one(values_i, b_i)`` over the broadcast batch axes; a non-finite
+    solution becomes all NaN (the library's signal for a singular Jacobian)."""
+    values, b = np.asarray(values), np.asarray(b)
+    batch = np.broadcast_shapes(values.shape[:-1], b.shape[:-1])
+    values = np.broadcast_to(values, batch + values.shape[-1:]).reshape(-1, values.shape[-1])
+    b2 = np.broadcast_to(b, batch + b.shape[-1:]).reshape(-1, b.shape[-1])
+    out = np.empty(b2.shape, np.result_type(values.dtype, b.dtype))
+    for i in range(values.shape[0]):
+        x = solve_one(values[i], b2[i])
+        out[i] = x if np.all(np.isfinite(x)) else np.nan
+    return out.reshape(batch + b.shape[-1:]).astype(b.dtype)
+
+
+def plain_solve(pattern: SparsityPattern, permc_spec: str, thresh: float, transpose: bool,
+                values: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Factor the whole matrix and solve (NaN if SuperLU finds it exactly singular)."""
+    order, indices, indptr = csc_structure(pattern)
+    csc = sp.csc_matrix((values[order], indices, indptr), shape=pattern.shape)
+    try:
+        return factor(csc, pattern, permc_spec, thresh).solve(b, transpose)
+    except RuntimeError:  # "Factor is exactly singular"
+        return np.full(b.shape[-1], np.nan)

@@ -1,0 +1,126 @@
+"""The host LU's Schur-complement path (``solvers._schur``) and its reused ordering."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from solvers._graph import host_solver
+from solvers._schur import eliminated, schur_plan
+from solvers._sparse import SparseHostLU, SparseOperator
+from solvers._sparsity import SparsityError, SparsityPattern
+from sparse_cases import linear_fn, mna_matrix, pipe_network_matrix, random_matrix
+
+
+def _schur_solver(rows, cols, n):
+    return SparseHostLU(rows, cols, (n, n), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.1,
+                        schur=True)
+
+
+def _solves(solver, rows, cols, vals, n, b):
+    op = solver.linearize(linear_fn(rows, cols, n), jnp.zeros(n), jnp.asarray(vals))[1]
+    run = jax.jit(lambda op, b: (solver.solve(op, b), solver.solve_transpose(op, b)))
+    return run(op, jnp.asarray(b))
+
+
+def _assert_solves(dense, x, y, b):
+    np.testing.assert_allclose(x, np.linalg.solve(dense, b), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(y, np.linalg.solve(dense.T, b), rtol=1e-9, atol=1e-11)
+
+
+def test_schur_solve_matches_dense_including_transpose_and_vmap():
+    rows, cols, vals, dense = pipe_network_matrix(6, seed=3)
+    n = dense.shape[0]
+    solver = _schur_solver(rows, cols, n)
+    b = np.random.default_rng(0).normal(size=n)
+    for _ in range(2):  # the second call reuses the cached ordering of the complement
+        _assert_solves(dense, *_solves(solver, rows, cols, vals, n, b), b)
+    op = solver.linearize(linear_fn(rows, cols, n), jnp.zeros(n), jnp.asarray(vals))[1]
+    scales = jnp.asarray([1.0, 3.0])
+    xs = jax.vmap(lambda s: solver.solve(SparseOperator(s * op.data), jnp.asarray(b)))(scales)
+    for k, s in enumerate([1.0, 3.0]):
+        np.testing.assert_allclose(xs[k], np.linalg.solve(s * dense, b), rtol=1e-9, atol=1e-11)
+
+
+def test_schur_plan_eliminates_the_flows_and_leaves_a_symmetric_complement():
+    rows, cols, _, dense = pipe_network_matrix(5, seed=1)
+    n = dense.shape[0]
+    plan = schur_plan(SparsityPattern(rows, cols, (n, n)))
+    n_pipes = 2 * 5 * 4  # the flows come first in pipe_network_matrix
+    assert plan.drop.max() < n_pipes and plan.drop.size >= n_pipes - 2  # not between 2 fixed
+    assert plan.symmetric
+    s_rows, s_cols = plan.s_pattern
+    assert set(zip(s_rows.tolist(), s_cols.tolist())) == set(zip(s_cols.tolist(), s_rows.tolist()))
+
+
+def test_eliminated_block_stays_diagonal_when_candidates_are_coupled():
+    # unknowns 0, 1, 2 have diagonals and touch 3 (no diagonal); 0 and 1 are coupled
+    a = np.array([[2.0, 1.0, 0.0, 1.0],
+                  [1.0, 2.0, 0.0, 1.0],
+                  [0.0, 0.0, 2.0, 1.0],
+                  [1.0, 1.0, 1.0, 0.0]])
+    rows, cols = np.nonzero(a)
+    drop = eliminated(SparsityPattern(rows, cols, (4, 4)))
+    np.testing.assert_array_equal(drop, [0, 2])
+    solver = _schur_solver(rows, cols, 4)
+    b = np.arange(1.0, 5.0)
+    _assert_solves(a, *_solves(solver, rows, cols, a[rows, cols], 4, b), b)
+
+
+def test_zero_or_tiny_block_pivots_fall_back_to_the_whole_factorization():
+    rows, cols, vals, dense = pipe_network_matrix(5, seed=2)
+    n = dense.shape[0]
+    solver = _schur_solver(rows, cols, n)
+    b = np.random.default_rng(1).normal(size=n)
+    for pivot in (0.0, 1e-300, 1e-12):  # a pipe with (nearly) no resistance
+        vals2, dense2 = vals.copy(), dense.copy()
+        first = np.flatnonzero((rows == 0) & (cols == 0))[0]
+        vals2[first], dense2[0, 0] = pivot, pivot
+        _assert_solves(dense2, *_solves(solver, rows, cols, vals2, n, b), b)
+
+
+def test_singular_saddle_point_gives_nan():
+    rows, cols, vals, dense = pipe_network_matrix(4, seed=0)
+    n = dense.shape[0]
+    vals = np.where(rows == n - 1, 0.0, vals)  # a junction's mass balance is all zeros
+    x, y = _solves(_schur_solver(rows, cols, n), rows, cols, vals, n, np.ones(n))
+    assert np.all(np.isnan(x)) and np.all(np.isnan(y))
+
+
+def test_schur_needs_a_pattern_with_zero_diagonals():
+    rows, cols, _, dense = random_matrix(20, 0.1, seed=2, dominance=3.0)
+    rows, cols = np.concatenate([rows, np.arange(20)]), np.concatenate([cols, np.arange(20)])
+    with pytest.raises(SparsityError, match="schur=False"):
+        SparseHostLU(rows, cols, (20, 20), schur=True)
+
+
+def test_host_solver_picks_schur_for_saddle_points_only():
+    rows, cols, _, dense = pipe_network_matrix(6, seed=0)
+    n = dense.shape[0]
+    pipes = host_solver(rows, cols, (n, n))
+    assert pipes.schur and pipes.permc_spec == "MMD_AT_PLUS_A"
+    idx = np.arange(36).reshape(6, 6)
+    a, c = np.concatenate([idx[:, :-1].ravel(), idx[:-1].ravel()]), np.concatenate(
+        [idx[:, 1:].ravel(), idx[1:].ravel()])
+    grid_rows = np.concatenate([a, c, np.arange(36)])
+    grid_cols = np.concatenate([c, a, np.arange(36)])
+    grid = host_solver(grid_rows, grid_cols, (36, 36))
+    assert not grid.schur and grid.permc_spec == "MMD_AT_PLUS_A"
+    rows, cols, _, mna = mna_matrix(60, 2, seed=12)  # 2 zero diagonals in 62: symmetric
+    assert not host_solver(rows, cols, mna.shape).schur
+
+
+def test_reused_symmetric_ordering_matches_dense_for_new_values():
+    idx = np.arange(49).reshape(7, 7)
+    a, c = np.concatenate([idx[:, :-1].ravel(), idx[:-1].ravel()]), np.concatenate(
+        [idx[:, 1:].ravel(), idx[1:].ravel()])
+    rows = np.concatenate([a, c, np.arange(49)])
+    cols = np.concatenate([c, a, np.arange(49)])
+    solver = SparseHostLU(rows, cols, (49, 49), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.1)
+    rng = np.random.default_rng(4)
+    b = rng.normal(size=49)
+    for _ in range(3):  # the first call computes the ordering, the others reuse it
+        vals = np.where(rows == cols, 4.5, -1.0) + 0.3 * rng.normal(size=rows.size)
+        dense = np.zeros((49, 49))
+        np.add.at(dense, (rows, cols), vals)
+        _assert_solves(dense, *_solves(solver, rows, cols, vals, 49, b), b)

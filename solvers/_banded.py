@@ -167,7 +167,8 @@ def banded_solve(band: jax.Array, b: jax.Array, lower: int, upper: int) -> jax.A
 
 def _slide(window, window_b, row, value):
     """Drop the window's first row and column; append the next band row at the bottom."""
-    shifted = jnp.concatenate([window[1:, 1:], jnp.zeros((window.shape[0] - 1, 1), window.dtype)], axis=1)
+    empty = jnp.zeros((window.shape[0] - 1, 1), window.dtype)
+    shifted = jnp.concatenate([window[1:, 1:], empty], axis=1)
     return (jnp.concatenate([shifted, row[None, :]]),
             jnp.concatenate([window_b[1:], value[None]]))
 

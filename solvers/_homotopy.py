@@ -20,7 +20,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._method import AbstractRootMethod, FlatProblem, all_finite, code, freeze, max_abs
+from ._method import (AbstractRootMethod, FlatProblem, all_finite, check_count, code, freeze,
+                      max_abs)
 from ._newton import Newton, check_square
 from ._path import Corrected, correct, tangent
 from ._result import RESULTS
@@ -66,6 +67,11 @@ class Homotopy(AbstractRootMethod):
     corrector_steps: int = 8
     max_polishes: int = 6
     min_cosine: float = 0.7
+
+    def __post_init__(self) -> None:
+        for name, minimum in (("steps", 1), ("max_steps", 1), ("corrector_steps", 1),
+                              ("max_polishes", 0)):
+            check_count(self, name, minimum)
 
     def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
         check_square(problem.fn, x0, params, "Homotopy")

@@ -12,7 +12,7 @@ from jax import lax
 from ._dense import DenseLU
 from ._line_search import half_sq_norm
 from ._linear import AbstractLinearSolver
-from ._method import (AbstractRootMethod, FlatProblem, code, freeze, initial_checks,
+from ._method import (AbstractRootMethod, FlatProblem, check_count, code, freeze, initial_checks,
                       max_abs, step_is_small)
 from ._result import RESULTS
 from ._solution import FlatSolution, make_solution
@@ -86,6 +86,10 @@ class LevenbergMarquardt(AbstractRootMethod):
     gtol: float = 1e-12
     tau: float = 1e-3
     max_rejections: int = 40
+
+    def __post_init__(self) -> None:
+        for name, minimum in (("max_steps", 1), ("max_rejections", 0)):
+            check_count(self, name, minimum)
 
     def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
         out = jax.eval_shape(problem.fn, x0, params)

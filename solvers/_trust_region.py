@@ -12,7 +12,7 @@ from jax import lax
 from ._dense import DenseLU
 from ._line_search import half_sq_norm
 from ._linear import AbstractLinearSolver
-from ._method import (AbstractRootMethod, FlatProblem, code, freeze, initial_checks,
+from ._method import (AbstractRootMethod, FlatProblem, check_count, code, freeze, initial_checks,
                       max_abs, step_is_small)
 from ._newton import check_square
 from ._result import RESULTS
@@ -80,6 +80,8 @@ class TrustRegion(AbstractRootMethod):
     scaling: str = "more"
 
     def __post_init__(self):
+        for name, minimum in (("max_steps", 1), ("max_shrinks", 0)):
+            check_count(self, name, minimum)
         if self.scaling not in SCALINGS:
             raise ValueError(f"TrustRegion scaling must be 'more', 'current' or 'none', "
                              f"got {self.scaling!r}.")

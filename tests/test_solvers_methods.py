@@ -171,3 +171,16 @@ def test_jaxopt_nan_member_is_reported():
 def test_newton_rejects_bad_counts_when_built(options, message):
     with pytest.raises(ValueError, match=message):
         solvers.Newton(**options)
+
+
+@pytest.mark.parametrize("method, options, message", [
+    (solvers.TrustRegion, {"max_steps": 0}, r"TrustRegion\(max_steps=\.\.\.\) must be an integer"),
+    (solvers.TrustRegion, {"max_shrinks": 1.5}, r"max_shrinks=\.\.\.\) must be an integer >= 0"),
+    (solvers.LevenbergMarquardt, {"max_steps": -1}, r"LevenbergMarquardt\(max_steps"),
+    (solvers.LevenbergMarquardt, {"max_rejections": True}, r"max_rejections=\.\.\.\) must be"),
+    (solvers.Homotopy, {"steps": 0}, r"Homotopy\(steps=\.\.\.\) must be an integer >= 1"),
+    (solvers.Homotopy, {"corrector_steps": 2.0}, r"corrector_steps=\.\.\.\) must be"),
+])
+def test_other_methods_reject_bad_counts_when_built(method, options, message):
+    with pytest.raises(ValueError, match=message):
+        method(**options)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ._report import Section
 
 
@@ -66,7 +68,28 @@ def scale_targets(rows: list[dict]) -> list[dict]:
         big_enough = n_big >= 90_000
         out.append(_target(4, f"{case}: compile < 10 s at N = 10^5 and within 2x of N = 10^3",
                            measured, None if not big_enough else c_big < 10 and c_big <= 2 * c_small))
+        out += _solve_targets(case, [r for r in rows if r["case"] == case
+                                     and r["evaluation"] == "grouped"], big_enough)
     return out
+
+
+def _solve_targets(case: str, rows: list[dict], big_enough: bool) -> list[dict]:
+    """Warm solve time growth over the last decade of N against N log N, and the speed
+    against SciPy's sparse Newton at the largest N."""
+    timed = sorted((r["N"], r.get("solve_warm_s")) for r in rows if r.get("solve_warm_s"))
+    if len(timed) < 2:
+        return []
+    (n_a, t_a), (n_b, t_b) = timed[-2], timed[-1]
+    limit = (n_b * math.log(n_b)) / (n_a * math.log(n_a))
+    growth = t_b / t_a
+    speedup = rows[-1].get("lu_speedup") if rows[-1]["N"] == n_b else None
+    return [
+        _target(4, f"{case}: warm solve grows at most like N log N (N = {n_a} -> {n_b})",
+                f"{growth:.3g}x (limit {limit:.3g}x)", None if not big_enough else growth <= limit),
+        _target(4, f"{case}: faster than SciPy's sparse Newton at N = 10^5",
+                None if speedup is None else f"{speedup:.3g}x",
+                None if speedup is None or not big_enough else speedup > 1),
+    ]
 
 
 def robustness_targets(rows: list[dict]) -> list[dict]:

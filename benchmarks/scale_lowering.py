@@ -8,10 +8,11 @@ Two generated networks of N = 10^3, 10^4, 10^5 graph nodes (elements and junctio
 Grouped evaluation is compared with object-by-object evaluation where the latter finishes
 in reasonable time (``--objectwise-max``). Each grouped row also solves the network in the
 same run: ``solve_s`` = ``solvers.solve`` with the default method (compile included),
-``solve_warm_s`` its second call, ``scipy_lu_s`` = the SciPy sparse reference (Newton with
-``spsolve`` on the model's sparse Jacobian, see ``_scale_peers``), ``lu_speedup`` =
-scipy_lu_s / solve_warm_s, ``scipy_s`` = ``scipy.optimize.newton_krylov`` without a
-preconditioner (it does not converge on these networks), ``solve_speedup`` = scipy_s / solve_s.
+``solve_warm_s`` the median of up to 7 more calls, ``scipy_lu_s`` = the SciPy sparse
+reference (Newton with ``spsolve`` on the model's sparse Jacobian, see ``_scale_peers``),
+``lu_speedup`` = scipy_lu_s / solve_warm_s, ``scipy_s`` = ``scipy.optimize.newton_krylov``
+without a preconditioner (it does not converge on these networks), ``solve_speedup`` =
+scipy_s / solve_s.
 Run: ``python -m benchmarks.scale_lowering [--quick] [--no-solve]``.
 """
 

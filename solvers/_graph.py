@@ -9,6 +9,7 @@ the graph's Jacobian pattern unless the caller passes a method with its own.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Mapping, Optional
 
 import jax
@@ -31,6 +32,7 @@ from ._host_lu import symmetric_with_diagonal
 from ._schur import schur_plan
 from ._sparse import SparseHostLU, as_pattern
 from ._sparse_auto import SparseAuto
+from ._sparsity import SparsityPattern
 from ._system import System
 
 #: Single solves with more unknowns than this get a sparse LU by default.
@@ -38,6 +40,10 @@ DENSE_LIMIT = 120
 #: Batched solves with more unknowns than this get a sparse LU by default (the dense LU's
 #: n^3 per member dominates a batch much earlier than a single solve).
 DENSE_LIMIT_BATCH = 24
+#: From this many unknowns `host_solver` orders symmetric patterns by nested dissection:
+#: measured on the 2-D diode grid, 10% faster factorizations at 2 500 unknowns and 30% at
+#: 25 000 than SuperLU's minimum degree (once per pattern it costs ~25 us per unknown).
+ND_MIN = 2000
 
 
 class _Residual:
@@ -141,33 +147,38 @@ def default_method(system: System, solver: Optional[AbstractRootMethod] = None, 
     if system.n != system.m:
         return Default(linear_solver=DenseLU(), **options)
     if system.n <= limit:
-        if batch_size is not None:
-            banded = BandedLU(*system.sparsity())
-            if banded_beats_dense(banded.pattern):
-                return Default(linear_solver=banded, **options)
+        if batch_size is not None and banded_beats_dense(system.sparsity_pattern()):
+            return Default(linear_solver=BandedLU(system.sparsity_pattern()), **options)
         return Default(linear_solver=DenseLU(), **options)
-    rows, cols, shape = system.sparsity()
+    pattern = system.sparsity_pattern()
     if batch_size is None and jax.default_backend() == "cpu":
-        return Default(linear_solver=host_solver(rows, cols, shape), **options)
-    return Default(linear_solver=SparseAuto(rows, cols, shape, batch_size=batch_size), **options)
+        return Default(linear_solver=_cached_host_solver(pattern), **options)
+    return Default(linear_solver=SparseAuto(pattern, batch_size=batch_size), **options)
 
 
-def host_solver(rows, cols, shape) -> SparseHostLU:
+def host_solver(rows, cols=None, shape=None) -> SparseHostLU:
     """The host LU for one large system: `host_ordering`'s ordering, with diagonal threshold
     pivoting (``diag_pivot_thresh=0.1``) for the symmetric one; for a saddle point whose
     Schur complement is symmetric with its diagonal (a pipe network: eliminating the flows
     leaves a weighted Laplacian on the heads, as EPANET's GGA does) ``schur=True`` with that
     symmetric ordering on the complement: at 10^5 unknowns a Newton step takes a quarter of
-    COLAMD's time on the whole matrix."""
+    COLAMD's time on the whole matrix. From ``ND_MIN`` unknowns the symmetric ordering is
+    our nested dissection (``"ND"``) instead of SuperLU's minimum degree."""
     pattern = as_pattern(rows, cols, shape)
     order = host_ordering(pattern.rows, pattern.cols)
+    symmetric = "ND" if pattern.shape[0] >= ND_MIN else "MMD_AT_PLUS_A"
     if order == "COLAMD":
         plan = schur_plan(pattern)
         if plan is not None and plan.symmetric:
-            return SparseHostLU(pattern, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.1,
+            return SparseHostLU(pattern, permc_spec=symmetric, diag_pivot_thresh=0.1,
                                 schur=True)
-    return SparseHostLU(pattern, permc_spec=order,
-                        diag_pivot_thresh=0.1 if order == "MMD_AT_PLUS_A" else 1.0)
+        return SparseHostLU(pattern, permc_spec=order)
+    return SparseHostLU(pattern, permc_spec=symmetric, diag_pivot_thresh=0.1)
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_host_solver(pattern: SparsityPattern) -> SparseHostLU:
+    return host_solver(pattern)
 
 
 def host_ordering(rows, cols) -> str:

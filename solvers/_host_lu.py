@@ -18,12 +18,18 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ._sparse_order import nested_dissection, symmetrised_adjacency
 from ._sparsity import SparsityPattern
 
 #: Orderings whose permutation is reused as a symmetric permutation of later matrices.
 #: (COLAMD is a column ordering for unsymmetric pivoting: SuperLU's NATURAL mode would
 #: treat it as symmetric and postorder it differently, so it is recomputed every call.)
-REUSABLE_ORDERINGS = ("MMD_AT_PLUS_A",)
+#: ``"ND"`` is ours, not SuperLU's: nested dissection of A^T + A (``_sparse_order``).
+REUSABLE_ORDERINGS = ("MMD_AT_PLUS_A", "ND")
+ORDERINGS = ("COLAMD", "MMD_AT_PLUS_A", "MMD_ATA", "NATURAL", "ND")
+#: Nested dissection stops at parts of this many unknowns (ordered by minimum degree):
+#: on the 2-D diode grid 32 factors as fast as 8 and orders 3x faster (0.6 s at 25 000).
+ND_LEAF = 32
 _PERM_CACHE: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
 _PERM_CACHE_SIZE = 32
 
@@ -76,6 +82,8 @@ def factor(csc: sp.csc_matrix, key, permc_spec: str, thresh: float) -> Factor:
     ``RuntimeError`` for an exactly singular matrix, as ``splu`` does."""
     cache_key = (key, permc_spec)
     cached = _PERM_CACHE.get(cache_key) if permc_spec in REUSABLE_ORDERINGS else None
+    if cached is None and permc_spec == "ND":
+        cached = _remember(cache_key, _permutation(csc, _nested_dissection(csc)))
     with np.errstate(all="ignore"):
         if cached is None:
             lu = spla.splu(csc, permc_spec=permc_spec, diag_pivot_thresh=thresh)
@@ -87,11 +95,20 @@ def factor(csc: sp.csc_matrix, key, permc_spec: str, thresh: float) -> Factor:
         return Factor(spla.splu(permuted, permc_spec="NATURAL", diag_pivot_thresh=thresh), perm)
 
 
-def _remember(key, value: tuple) -> None:
+def _remember(key, value: tuple) -> tuple:
     _PERM_CACHE[key] = value
     _PERM_CACHE.move_to_end(key)
     while len(_PERM_CACHE) > _PERM_CACHE_SIZE:
         _PERM_CACHE.popitem(last=False)
+    return value
+
+
+def _nested_dissection(csc: sp.csc_matrix) -> np.ndarray:
+    """Nested-dissection order of ``A^T + A`` (new position -> unknown)."""
+    n = csc.shape[0]
+    cols = np.repeat(np.arange(n), np.diff(csc.indptr))
+    pattern = SparsityPattern(csc.indices, cols, csc.shape)
+    return nested_dissection(symmetrised_adjacency(pattern, np.arange(n)), ND_LEAF)
 
 
 def _permutation(csc: sp.csc_matrix, perm: np.ndarray) -> tuple:

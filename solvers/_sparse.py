@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._host_lu import batch_solve, plain_solve
+from ._host_lu import ORDERINGS, batch_solve, plain_solve
 from ._linear import AbstractLinearSolver
 from ._schur import schur_plan, schur_solve
 from ._sparse_lu import lu_solver
@@ -208,10 +208,13 @@ class SparseHostLU(_AbstractSparseSolver):
     and factors there, so it does not run on an accelerator and loops over a vmapped batch
     one system at a time. A singular matrix gives a NaN solution.
 
-    ``permc_spec`` is SuperLU's column ordering; ``diag_pivot_thresh`` (in [0, 1]) its
-    threshold pivoting: a diagonal entry is kept as pivot if it is at least that fraction of
-    its column's largest. A symmetric ordering (``"MMD_AT_PLUS_A"``, computed once per
-    pattern and reused) needs a small threshold (0.1), else row swaps undo it; where the
+    ``permc_spec`` is SuperLU's column ordering, or ``"ND"``: our nested dissection of
+    A^T + A (on 2-D grids of 2 500 to 25 000 unknowns 10-30% faster factorizations than
+    minimum degree, growing more slowly; it costs ~25 us per unknown once per pattern);
+    ``diag_pivot_thresh`` (in [0, 1]) its threshold pivoting: a diagonal entry is kept as
+    pivot if it is at least that fraction of its column's largest. A symmetric ordering
+    (``"MMD_AT_PLUS_A"`` or ``"ND"``, computed once per pattern and reused) needs a small
+    threshold (0.1), else row swaps undo it; where the
     diagonal cannot pivot (saddle points, such as a pipe network's Jacobian) no threshold
     keeps it: use COLAMD, or ``schur=True``.
 
@@ -229,6 +232,9 @@ class SparseHostLU(_AbstractSparseSolver):
             raise SparsityError(f"SparseHostLU needs a square Jacobian, got {pattern.shape}.")
         if not 0.0 <= float(diag_pivot_thresh) <= 1.0:
             raise ValueError(f"diag_pivot_thresh must be in [0, 1], got {diag_pivot_thresh!r}.")
+        if permc_spec not in ORDERINGS:
+            raise ValueError(f"permc_spec must be one of {', '.join(ORDERINGS)}, got "
+                             f"{permc_spec!r}.")
         if schur and schur_plan(pattern) is None:
             raise SparsityError(
                 "SparseHostLU(schur=True) needs a pattern with structurally zero diagonals "

@@ -110,13 +110,14 @@ def test_host_solver_picks_schur_for_saddle_points_only():
     assert not host_solver(rows, cols, mna.shape).schur
 
 
-def test_reused_symmetric_ordering_matches_dense_for_new_values():
+@pytest.mark.parametrize("ordering", ["MMD_AT_PLUS_A", "ND"])
+def test_reused_symmetric_ordering_matches_dense_for_new_values(ordering):
     idx = np.arange(49).reshape(7, 7)
     a, c = np.concatenate([idx[:, :-1].ravel(), idx[:-1].ravel()]), np.concatenate(
         [idx[:, 1:].ravel(), idx[1:].ravel()])
     rows = np.concatenate([a, c, np.arange(49)])
     cols = np.concatenate([c, a, np.arange(49)])
-    solver = SparseHostLU(rows, cols, (49, 49), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.1)
+    solver = SparseHostLU(rows, cols, (49, 49), permc_spec=ordering, diag_pivot_thresh=0.1)
     rng = np.random.default_rng(4)
     b = rng.normal(size=49)
     for _ in range(3):  # the first call computes the ordering, the others reuse it
@@ -124,3 +125,22 @@ def test_reused_symmetric_ordering_matches_dense_for_new_values():
         dense = np.zeros((49, 49))
         np.add.at(dense, (rows, cols), vals)
         _assert_solves(dense, *_solves(solver, rows, cols, vals, 49, b), b)
+
+
+def test_nested_dissection_is_picked_for_large_symmetric_patterns(monkeypatch):
+    import solvers._graph as graph
+
+    rows, cols, vals, dense = pipe_network_matrix(6, seed=2)
+    n = dense.shape[0]
+    monkeypatch.setattr(graph, "ND_MIN", n)
+    pipes = host_solver(rows, cols, (n, n))
+    assert pipes.schur and pipes.permc_spec == "ND"
+    b = np.random.default_rng(5).normal(size=n)
+    _assert_solves(dense, *_solves(pipes, rows, cols, vals, n, b), b)
+    monkeypatch.setattr(graph, "ND_MIN", n + 1)
+    assert host_solver(rows, cols, (n, n)).permc_spec == "MMD_AT_PLUS_A"
+
+
+def test_unknown_orderings_are_rejected_with_the_choices():
+    with pytest.raises(ValueError, match="permc_spec must be one of COLAMD.*ND, got 'AMD'"):
+        SparseHostLU(np.arange(3), np.arange(3), (3, 3), permc_spec="AMD")

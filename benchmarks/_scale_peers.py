@@ -32,7 +32,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 import solvers
-from solvers._sparsity import SparsityPattern, compressed_index, compressed_jacobian
+from solvers._sparsity import sparse_jacobian
 
 #: Both sides stop at max|F| <= TOL (SciPy's ``f_tol``; our default method's ``atol``).
 TOL = 1e-10
@@ -62,14 +62,20 @@ def solve_ours(system, repeats: int = 7, budget_s: float = 10.0) -> dict:
             "ours_ok": bool(sol.converged)}
 
 
+def _host_residual(system):
+    """``x -> F(x)`` on NumPy arrays: the lowered residual, jitted."""
+    fn = jax.jit(system.residual)
+    return lambda x: np.asarray(fn(jnp.asarray(x), system.params))
+
+
+def _converged(residual, x) -> tuple[bool, float]:
+    worst = float(np.max(np.abs(residual(x))))
+    return bool(np.isfinite(worst) and worst <= TOL), worst
+
+
 def solve_scipy(system, budget_s: float = 60.0) -> dict:
     """``scipy.optimize.newton_krylov`` on the lowered residual; stops after ``budget_s``."""
-    fn = jax.jit(system.residual)
-    params = system.params
-
-    def residual(x):
-        return np.asarray(fn(jnp.asarray(x), params))
-
+    residual = _host_residual(system)
     x0 = np.asarray(system.x0)
     residual(x0)  # compile outside the clock
     start = time.perf_counter()
@@ -91,21 +97,15 @@ def solve_scipy(system, budget_s: float = 60.0) -> dict:
         except (ValueError, FloatingPointError, OverflowError) as err:
             x, note = x0, type(err).__name__
     seconds = time.perf_counter() - start
-    worst = float(np.max(np.abs(residual(x)))) if x is not x0 else float("nan")
-    ok = bool(np.isfinite(worst) and worst <= TOL)
+    ok, worst = _converged(residual, x) if x is not x0 else (False, float("nan"))
     why = note or f"max|F| {worst:.1e}"
     return {"scipy_s": seconds, "scipy_ok": "yes" if ok else f"no ({why})"}
 
 
 def _jacobian_fn(system):
     """``x -> (F(x), CSC Jacobian)`` from the lowered system's coloured JVPs (jitted)."""
-    pattern = SparsityPattern(*system.sparsity())
-    index = jnp.asarray(compressed_index(pattern))
-
-    @jax.jit
-    def both(x, params):
-        f, comp = compressed_jacobian(system.residual, x, params, pattern)
-        return f, comp.reshape(-1)[index]
+    pattern = system.sparsity_pattern()
+    both = jax.jit(lambda x, params: sparse_jacobian(system.residual, x, params, pattern))
 
     def fn(x):
         f, values = both(jnp.asarray(x), system.params)
@@ -141,8 +141,7 @@ def _newton_lu(residual, jacobian, limit, x, budget_s, start) -> tuple[np.ndarra
 
 def solve_scipy_lu(system, budget_s: float = 60.0) -> dict:
     """The SciPy sparse reference (see the module docstring); stops after ``budget_s``."""
-    fn = jax.jit(system.residual)
-    residual = lambda x: np.asarray(fn(jnp.asarray(x), system.params))  # noqa: E731
+    residual = _host_residual(system)
     jacobian = _jacobian_fn(system)
     limit = None
     if system.has_step_limit:
@@ -157,8 +156,7 @@ def solve_scipy_lu(system, budget_s: float = 60.0) -> dict:
         warnings.simplefilter("ignore")
         x, note = _newton_lu(residual, jacobian, limit, x0, budget_s, start)
     seconds = time.perf_counter() - start
-    worst = float(np.max(np.abs(residual(x))))
-    ok = bool(np.isfinite(worst) and worst <= TOL)
+    ok, worst = _converged(residual, x)
     return {"scipy_lu_s": seconds,
             "scipy_lu_ok": "yes" if ok else f"no ({note or f'max|F| {worst:.1e}'})"}
 

@@ -69,7 +69,7 @@ def band_order(pattern: SparsityPattern) -> np.ndarray:
 
 def banded_products(pattern: SparsityPattern) -> int:
     """Multiply-adds of a banded LU of the pattern under its `band_order`."""
-    lower, upper = bandwidths(pattern, band_order(pattern))
+    lower, upper = bandwidths(pattern)
     return pattern.shape[0] * (lower + 1) * (lower + upper + 1)
 
 

@@ -214,9 +214,8 @@ class SparseHostLU(_AbstractSparseSolver):
     ``diag_pivot_thresh`` (in [0, 1]) its threshold pivoting: a diagonal entry is kept as
     pivot if it is at least that fraction of its column's largest. A symmetric ordering
     (``"MMD_AT_PLUS_A"`` or ``"ND"``, computed once per pattern and reused) needs a small
-    threshold (0.1), else row swaps undo it; where the
-    diagonal cannot pivot (saddle points, such as a pipe network's Jacobian) no threshold
-    keeps it: use COLAMD, or ``schur=True``.
+    threshold (0.1), else row swaps undo it; where the diagonal cannot pivot (saddle points,
+    such as a pipe network's Jacobian) no threshold keeps it: use COLAMD, or ``schur=True``.
 
     ``schur=True`` first eliminates the diagonal block next to the zero diagonals (a pipe
     network's flows, see ``solvers._schur``) and factors the Schur complement on the rest

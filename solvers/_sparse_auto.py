@@ -40,6 +40,9 @@ class SparseAuto(_AbstractSparseSolver):
         pattern = as_pattern(rows, cols, shape)
         if pattern.shape[0] != pattern.shape[1]:
             raise SparsityError(f"SparseAuto needs a square Jacobian, got {pattern.shape}.")
+        if not float(band_ratio) >= 0.0:
+            raise ValueError(f"SparseAuto(band_ratio=...) must be >= 0 (0 never picks BandedLU), "
+                             f"got {band_ratio!r}.")
         opts = dict(pattern=pattern, batch_size=None if batch_size is None else int(batch_size),
                     max_products=float(max_products), max_analyse=int(max_analyse),
                     host_batch=int(host_batch), band_ratio=float(band_ratio))

@@ -115,3 +115,5 @@ def test_chosen_for_ladder_batches_and_not_for_grids_or_dense_systems():
     assert isinstance(chosen, SparseAuto) and isinstance(chosen.choice, SparseLU)
     dense = SparsityPattern.from_dense(np.ones((8, 8)))
     assert isinstance(SparseAuto(dense).choice, SparseLU)
+    with pytest.raises(ValueError, match="band_ratio"):
+        SparseAuto(dense, band_ratio=-1.0)

@@ -144,3 +144,16 @@ def test_nested_dissection_is_picked_for_large_symmetric_patterns(monkeypatch):
 def test_unknown_orderings_are_rejected_with_the_choices():
     with pytest.raises(ValueError, match="permc_spec must be one of COLAMD.*ND, got 'AMD'"):
         SparseHostLU(np.arange(3), np.arange(3), (3, 3), permc_spec="AMD")
+
+
+def test_well_posed_saddle_points_are_solved_without_the_whole_factorization(monkeypatch):
+    import solvers._schur as schur
+
+    def whole(*args):
+        raise AssertionError("fell back to factoring the whole matrix")
+
+    monkeypatch.setattr(schur, "plain_solve", whole)
+    rows, cols, vals, dense = pipe_network_matrix(6, seed=4)
+    n = dense.shape[0]
+    b = np.random.default_rng(6).normal(size=n)
+    _assert_solves(dense, *_solves(_schur_solver(rows, cols, n), rows, cols, vals, n, b), b)

@@ -1,13 +1,17 @@
 """Save a graph to one ``.npz`` file (arrays + a JSON description) and load it back.
 
-Sharing, cycles, dtypes and static data survive. No pickle is used, in either direction:
-classes are recorded by ``module:qualname`` and found again by import (or from ``classes=``).
+Sharing, cycles, dtypes and static data survive. No pickle is used, in either direction, and
+loading never runs code named by the file: classes are recorded by ``module:qualname`` and
+found again only among the node classes already defined in this process (or in ``classes=``).
+Every part of the description is checked before it is used; a malformed file raises
+:class:`GraphFileError` saying what is wrong.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
+import struct
+import zlib
 import os
 import zipfile
 from typing import Any
@@ -15,9 +19,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import _tables
-from ._errors import GraphFileError, at
-from ._node import ReffableTreeNode
+from . import _registry, _tables
+from ._errors import GraphFileError, GraphTypeError, at
+from ._node import ReffableTreeNode, check_fields
 
 FORMAT = "simgraph-graph"
 VERSION = 1
@@ -35,7 +39,7 @@ def save(path: str | os.PathLike, graph: Any) -> None:
         layout = type(node).__sg_layout__
         enc = _Encoder(index, arrays, paths[k])
         described.append({
-            "class": f"{type(node).__module__}:{type(node).__qualname__}",
+            "class": _registry.class_name(type(node)),
             "static": {n: enc.static(node.__dict__[n], n) for n in layout.static},
             "fields": {n: enc.value(node.__dict__[n], n) for n in layout.dynamic},
         })
@@ -83,38 +87,51 @@ class _Encoder:
 
 
 def load(path: str | os.PathLike, classes: dict[str, type] | None = None) -> Any:
-    """Read a graph written by :func:`save`; ``classes`` maps qualnames to classes to use."""
+    """Read a graph written by :func:`save`.
+
+    Only node classes already defined in this process are instantiated (import the module
+    that defines them first), or those in ``classes``, which maps ``module:qualname``,
+    qualname or class name to a class. No module named by the file is ever imported.
+    """
     meta, arrays = _read(path)
-    described = meta["nodes"]
+    described = _node_descriptions(meta, path)
     nodes = [object.__new__(_find_class(d["class"], classes, path)) for d in described]
     for k, (node, d) in enumerate(zip(nodes, described)):
-        layout = type(node).__sg_layout__
-        if set(d["fields"]) != set(layout.dynamic) or set(d["static"]) != set(layout.static):
-            raise GraphFileError(
-                f"{path}: node #{k} ({d['class']}) was saved with fields "
-                f"{sorted(d['fields']) + sorted(d['static'])}, but the class now has "
-                f"{sorted(layout.dynamic + layout.static)}. Load with the class version that saved it."
-            )
-        values = {n: _decode(v, nodes, arrays, path) for n, v in d["fields"].items()}
-        values.update({n: _decode(v, nodes, arrays, path) for n, v in d["static"].items()})
+        where = f"{path}: node #{k} ({d['class']})"
+        _check_layout(type(node), d, where)
+        decoder = _Decoder(nodes, arrays, where)
+        values = {n: decoder.value(v, f".{n}", traced=True) for n, v in d["fields"].items()}
+        values.update({n: decoder.value(v, f".{n}", traced=False) for n, v in d["static"].items()})
         node.__dict__.update(values)
+    for k, node in enumerate(nodes):
+        try:
+            check_fields(node)
+        except GraphTypeError as e:
+            raise GraphFileError(f"{path}: node #{k}: {e}") from None
     return nodes[0]
 
 
 def _read(path) -> tuple[dict, Any]:
+    if not os.path.exists(path):
+        raise GraphFileError(f"{path}: no such file.")
+    if os.path.isdir(path) or not _starts_like_zip(path):
+        raise GraphFileError(f"{path}: not a simgraph graph file (not an .npz archive written by "
+                             "simgraph.save).")
     try:
         data = np.load(path, allow_pickle=False)
         raw = bytes(data[_META]) if _META in data.files else None
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as e:
-        raise GraphFileError(f"{path}: not a readable simgraph file ({e}). It may be truncated; save it again.") from None
+    except _ARCHIVE_ERRORS as e:
+        raise GraphFileError(f"{path}: not a readable simgraph file ({_reason(e)}). It may be "
+                             "truncated or damaged; save it again.") from None
     if raw is None:
         raise GraphFileError(f"{path}: no simgraph description inside; was it written by simgraph.save?")
     try:
         meta = json.loads(raw.decode())
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise GraphFileError(f"{path}: corrupt description ({e}); save the graph again.") from None
-    if meta.get("format") != FORMAT:
-        raise GraphFileError(f"{path}: not a simgraph graph file (format {meta.get('format')!r}).")
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise GraphFileError(f"{path}: corrupt description ({_reason(e)}); save the graph again.") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        kind = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise GraphFileError(f"{path}: not a simgraph graph file (format {kind!r}).")
     if meta.get("version") != VERSION:
         raise GraphFileError(
             f"{path}: file version {meta.get('version')} is not supported by this simgraph "
@@ -123,43 +140,128 @@ def _read(path) -> tuple[dict, Any]:
     return meta, data
 
 
+def _starts_like_zip(path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == b"PK\x03\x04"
+
+
+# What a damaged archive can raise from numpy/zipfile (zlib.error is an Exception subclass
+# raised for edited compression flags; NotImplementedError for unknown compression methods).
+_ARCHIVE_ERRORS = (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, RuntimeError,
+                   NotImplementedError, zlib.error, struct.error, UnicodeDecodeError)
+
+
+def _reason(e: Exception) -> str:
+    """An error's text without numpy's advice to unpickle (never right for a graph file)."""
+    text = str(e).split("\n")[0]
+    return "not a plain array" if "allow_pickle" in text or "pickle" in text else text
+
+
+def _node_descriptions(meta: dict, path) -> list[dict]:
+    described = meta.get("nodes")
+    if not isinstance(described, list) or not described:
+        raise GraphFileError(f"{path}: the description lists no nodes; the file is corrupt.")
+    for k, d in enumerate(described):
+        ok = (isinstance(d, dict) and isinstance(d.get("class"), str)
+              and isinstance(d.get("fields"), dict) and isinstance(d.get("static"), dict))
+        if not ok:
+            raise GraphFileError(f"{path}: node #{k} must have a 'class' name and 'fields' and "
+                                 "'static' tables; the file is corrupt or edited.")
+    return described
+
+
 def _find_class(name: str, classes: dict | None, path) -> type:
-    module, _, qualname = name.partition(":")
+    qualname = name.partition(":")[2]
+    found = None
     if classes:
-        for key in (name, qualname, qualname.rpartition(".")[2]):
-            if key in classes:
-                return classes[key]
-    try:
-        obj: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError):
+        found = next((classes[k] for k in (name, qualname, qualname.rpartition(".")[2])
+                      if k in classes), None)
+    found = found or _registry.lookup(name)
+    if found is None:
         raise GraphFileError(
-            f"{path}: class {name} cannot be imported; pass it as load(..., classes={{'{qualname}': cls}})."
-        ) from None
-    if not (isinstance(obj, type) and issubclass(obj, ReffableTreeNode)):
-        raise GraphFileError(f"{path}: {name} is not a simgraph node class")
-    return obj
+            f"{path}: class {name} is not defined in this process. Import the module that "
+            f"defines it before loading, or pass load(..., classes={{'{qualname}': cls}}). "
+            "(Loading never imports modules named by a file.)"
+        )
+    if not (isinstance(found, type) and issubclass(found, ReffableTreeNode)):
+        raise GraphFileError(f"{path}: {name} is not a simgraph node class.")
+    return found
 
 
-def _decode(v: dict, nodes: list, arrays, path) -> Any:
-    t = v.get("t")
-    if t == "ref":
-        return nodes[v["v"]]
-    if t == "none":
-        return None
-    if t in ("bool", "int", "float", "str"):
-        return v["v"]
-    if t == "complex":
-        return complex(*v["v"])
-    if t == "array":
-        if v["k"] not in arrays.files:
-            raise GraphFileError(f"{path}: array {v['k']} is missing; the file is truncated or edited.")
-        a = arrays[v["k"]]
-        return a[()] if v.get("scalar") else a
-    if t in ("list", "tuple"):
-        items = [_decode(x, nodes, arrays, path) for x in v["v"]]
-        return items if t == "list" else tuple(items)
-    if t == "dict":
-        return {k: _decode(x, nodes, arrays, path) for k, x in v["v"].items()}
-    raise GraphFileError(f"{path}: unknown value tag {t!r}; the file is corrupt or from another version.")
+def _check_layout(cls: type, d: dict, where: str) -> None:
+    layout = cls.__sg_layout__
+    if set(d["fields"]) != set(layout.dynamic) or set(d["static"]) != set(layout.static):
+        raise GraphFileError(
+            f"{where} was saved with fields {sorted(d['fields']) + sorted(d['static'])}, but "
+            f"the class now has {sorted(layout.dynamic + layout.static)}. Load with the class "
+            "version that saved it."
+        )
+
+
+class _Decoder:
+    """Decodes one node's tagged values, checking every tag, type, index and depth."""
+
+    MAX_DEPTH = 64
+
+    def __init__(self, nodes: list, arrays, where: str):
+        self.nodes, self.arrays, self.where = nodes, arrays, where
+
+    def value(self, v: Any, at_: str, traced: bool, depth: int = 0) -> Any:
+        if depth > self.MAX_DEPTH:
+            raise self._bad(at_, f"nesting deeper than {self.MAX_DEPTH} levels")
+        if not isinstance(v, dict) or not isinstance(v.get("t"), str):
+            raise self._bad(at_, "a value without a type tag")
+        t, payload = v["t"], v.get("v")
+        if t == "none":
+            return None
+        if t in _SCALARS and (t != "str" or not traced):
+            return self._scalar(t, payload, at_)
+        if t == "complex" and _is_pair(payload):
+            return complex(*payload)
+        if t in ("list", "tuple") and isinstance(payload, list) and (traced or t == "tuple"):
+            items = [self.value(x, f"{at_}[{i}]", traced, depth + 1) for i, x in enumerate(payload)]
+            return items if t == "list" else tuple(items)
+        if traced and t == "dict" and isinstance(payload, dict):
+            return {k: self.value(x, f"{at_}[{k!r}]", traced, depth + 1) for k, x in payload.items()}
+        if traced and t == "ref":
+            return self._ref(payload, at_)
+        if traced and t == "array":
+            return self._array(v, at_)
+        place = "a traced field" if traced else "static metadata"
+        raise self._bad(at_, f"a {t!r} value where {place} belongs")
+
+    def _scalar(self, t: str, payload: Any, at_: str) -> Any:
+        want = _SCALARS[t]
+        if isinstance(payload, bool) and t != "bool" or not isinstance(payload, want):
+            raise self._bad(at_, f"the tag {t!r} holding a {type(payload).__name__}")
+        return payload
+
+    def _ref(self, payload: Any, at_: str) -> Any:
+        if isinstance(payload, bool) or not isinstance(payload, int) or not 0 <= payload < len(self.nodes):
+            raise self._bad(at_, f"reference {payload!r}, but the file has nodes #0..#{len(self.nodes) - 1}")
+        return self.nodes[payload]
+
+    def _array(self, v: dict, at_: str) -> Any:
+        key, scalar = v.get("k"), v.get("scalar", False)
+        if not isinstance(key, str) or key == _META or key not in self.arrays.files:
+            raise self._bad(at_, f"array {key!r} is missing (truncated or edited file)")
+        try:
+            a = self.arrays[key]
+        except _ARCHIVE_ERRORS as e:
+            raise self._bad(at_, f"array {key!r} cannot be read ({_reason(e)})") from None
+        if a.dtype.kind not in "biufc" or not isinstance(scalar, bool) or (scalar and a.ndim):
+            raise self._bad(at_, f"array {key!r} has dtype {a.dtype} and shape {a.shape}, not a "
+                            "numeric array")
+        return a[()] if scalar else a
+
+    def _bad(self, at_: str, what: str) -> GraphFileError:
+        return GraphFileError(f"{self.where}{at_}: {what}; the file is corrupt or edited. Save "
+                              "the graph again.")
+
+
+_SCALARS = {"bool": bool, "int": int, "float": (float, int), "str": str}
+
+
+def _is_pair(payload: Any) -> bool:
+    return (isinstance(payload, list) and len(payload) == 2
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in payload))

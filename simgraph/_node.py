@@ -13,7 +13,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import _fields, _tables, _walk
+from . import _fields, _registry, _tables, _walk
 from ._errors import GraphTypeError
 
 
@@ -41,14 +41,21 @@ class ReffableTreeNode:
         _check_identity_semantics(cls)
         dataclasses.dataclass(cls, eq=False, repr=False)
         cls.__sg_layout__ = _fields.make_layout(cls)
+        cls.__sg_names__ = frozenset(i.name for i in cls.__sg_layout__.infos)
         cls.__sg_refkinds__ = None
         cls.__sg_plan__ = None
         jax.tree_util.register_pytree_with_keys(
             cls, _tables.flatten_with_keys, _unflatten, flatten_func=_walk.flatten
         )
+        _registry.register(cls)
 
     def __post_init__(self) -> None:
-        _check_fields(self)
+        check_fields(self)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in type(self).__sg_names__ and not _settable_on_class(type(self), name):
+            raise _undeclared(type(self), name)
+        object.__setattr__(self, name, value)
 
     def __repr__(self) -> str:
         layout = type(self).__sg_layout__
@@ -71,11 +78,27 @@ def _check_identity_semantics(cls: type) -> None:
         )
 
 
+def _settable_on_class(cls: type, name: str) -> bool:
+    """A property (or other data descriptor) of the class may be assigned through."""
+    return hasattr(getattr(cls, name, None), "__set__")
+
+
+def _undeclared(cls: type, name: str) -> AttributeError:
+    """Flatten carries declared fields only: an ad-hoc attribute would vanish in every
+    transform and fail far away, so it is refused where it is set."""
+    declared = ", ".join(i.name for i in cls.__sg_layout__.infos) or "none"
+    return AttributeError(
+        f"{cls.__name__} has no field {name!r} (declared fields: {declared}). JAX transforms "
+        f"carry declared fields only; declare it in the class body, e.g. `{name}: jax.Array`, "
+        f"or `{name}: str = sg.static(default=...)` for metadata."
+    )
+
+
 def _unflatten(entries: tuple, children) -> Any:
     return _tables.unflatten(entries, children)
 
 
-def _check_fields(node: ReffableTreeNode) -> None:
+def check_fields(node: ReffableTreeNode) -> None:
     """Construction-time checks that give an early, local error for common mistakes."""
     cls = type(node)
     kinds = _walk.refkinds_of(cls)

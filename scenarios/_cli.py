@@ -49,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+MAX_SWEEP_POINTS = 10_000_000  # a float64 per point and member state: ~GBs, not TBs
+
+
 def parse_sweep(text: str) -> SweepSpec:
     """``PARAM=START:STOP:COUNT`` -> :class:`SweepSpec` (COUNT evenly spaced values)."""
     param, eq, spec = text.partition("=")
@@ -63,6 +66,10 @@ def parse_sweep(text: str) -> SweepSpec:
                          f"integer; {hint}") from None
     if not (math.isfinite(start) and math.isfinite(stop)) or count < 1:
         raise UsageError(f"bad --sweep {text!r}: START and STOP must be finite and COUNT >= 1")
+    if count > MAX_SWEEP_POINTS:
+        raise UsageError(f"bad --sweep {text!r}: COUNT {count} is more than the "
+                         f"{MAX_SWEEP_POINTS:,} points one run holds; split the range over "
+                         "several runs")
     return SweepSpec(param.strip(), np.linspace(start, stop, count))
 
 
@@ -116,6 +123,8 @@ def cmd_run(args) -> int:
         _need_matplotlib()
     if args.input is not None and not Path(args.input).is_file():
         raise UsageError(f"input file {args.input!r} does not exist (or is not a file)")
+    for flag, out in (("--json", args.json), ("--plot", args.plot)):
+        _check_writable(flag, out)
     report = scenario.run(args.input, sweep, progress=sys.stderr.isatty())
     print(report.table())
     if args.json:
@@ -127,6 +136,17 @@ def cmd_run(args) -> int:
         else:
             print(f"no plot for this run of {scenario.name} (a --sweep gives one)")
     return 0 if report.converged else 1
+
+
+def _check_writable(flag: str, out: str | None) -> None:
+    """Refuse an output path whose folder is missing before solving, not after."""
+    if out is None:
+        return
+    folder = Path(out).parent
+    if not folder.is_dir():
+        raise UsageError(f"{flag} {out}: the folder {str(folder)!r} does not exist; create it first")
+    if Path(out).is_dir():
+        raise UsageError(f"{flag} {out}: is a folder; give a file name")
 
 
 def cmd_demo(args) -> int:

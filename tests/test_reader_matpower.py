@@ -126,7 +126,7 @@ ERRORS = [
     (HEAD + BUS + GEN + BRANCH.replace(" 1 2 0.01", " 1 7 0.01"), 12, "unknown bus 7"),
     (HEAD + BUS.replace(" 2 1 10", " 1 1 10") + GEN + BRANCH, 6, "duplicate bus number 1"),
     (HEAD + BUS.replace(" 2 1 10", " 2 7 10") + GEN + BRANCH, 6, "type 7"),
-    (HEAD + BUS.replace(" 1 3 0", " 1 1 0") + GEN + BRANCH, 5, "no slack bus"),
+    (HEAD + BUS.replace(" 1 3 0", " 1 1 0") + GEN + BRANCH, 5, "no reference bus (type 3)"),
     (HEAD + BUS + GEN + BRANCH + "mpc.dcline = [\n 1 2 1 10 0 0 0 1 1 0 0 0 0 0 0 0 0;\n];\n",
      14, "mpc.dcline"),
     (HEAD.replace("mpc.baseMVA = 100;\n", "") + BUS + GEN + BRANCH, 12, "mpc.baseMVA is missing"),

@@ -8,6 +8,8 @@ commands (ignored). Anything else that could change the DC solution is a FormatE
 """
 from __future__ import annotations
 
+import math
+
 import os
 
 from .._errors import FormatError
@@ -143,7 +145,7 @@ class _Reader:
         name, a, b, last = words
         if name[0] in "Rr":
             value = parse_spice_number(last)
-            if not value:  # not a number, or zero: _card says why
+            if not value or math.isinf(value):  # not a number, zero or overflow: _card says why
                 return False
             element = Resistor(name, self._name(a), self._name(b), value)
         else:
@@ -169,6 +171,9 @@ class _Reader:
         if value is None:
             raise self.error(tok, f"bad number {tok.text!r} for {what}",
                              "use a number such as 4.7k, 1e-3, 10meg or 2.5u")
+        if math.isinf(value):
+            raise self.error(tok, f"number {tok.text!r} for {what} is out of range (larger than "
+                             "1.8e308)", "check the exponent")
         return value
 
     def _resistor(self, card: list[_Tok]) -> Resistor:
@@ -321,8 +326,8 @@ class _Reader:
         for tok in positional:
             self.options[tok.text.lower()] = True
         for key, tok in params.items():
-            number = parse_spice_number(tok.text)
-            self.options[key] = tok.text if number is None else number
+            is_number = parse_spice_number(tok.text) is not None
+            self.options[key] = self._number(tok, f".options {key}") if is_number else tok.text
 
     def _temp(self, card: list[_Tok]) -> None:
         if len(card) != 2:

@@ -4,8 +4,9 @@ Kept: ``mpc.baseMVA``, ``mpc.bus``, ``mpc.gen``, ``mpc.branch``; ignored: ``mpc.
 ``mpc.areas``, cell arrays and other extra fields; refused: ``mpc.dcline`` (DC lines change the
 flows) and versions other than 2. As PYPOWER does, out-of-service branches and generators and
 isolated buses (type 4, with their branches and generators) are dropped, a PV or slack bus with
-no in-service generator becomes PQ, and with no slack left the first PV bus becomes the slack;
-each such change is recorded in ``PowerCase.notes``.
+no in-service generator becomes PQ, and when the slack bus loses its generator so the first PV
+bus becomes the slack; each such change is recorded in ``PowerCase.notes``. A file with no
+reference bus (type 3) at all is refused: the choice of slack is the modeller's.
 """
 from __future__ import annotations
 
@@ -120,6 +121,9 @@ class _Builder:
 
     def _bus_types(self, types: dict, isolated: set, gens: list, bus_rows) -> dict:
         """PYPOWER ``bustypes``: PV/slack buses need an in-service generator; one slack at least."""
+        if 3 not in types.values():
+            raise self.error(bus_rows[0][0], "mpc.bus has no reference bus (type 3)",
+                             "mark the slack bus with type 3 in the second column of mpc.bus")
         with_gen = {g[0] for g in gens}
         result = {}
         for bus_id, kind in types.items():

@@ -7,6 +7,7 @@ Understood: ``function mpc = name``, ``mpc.X = number;``, ``mpc.X = 'text';``, `
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -127,7 +128,7 @@ class _Parser:
         if len(value) >= 2 and value[0] == value[-1] == "'":
             self.result.scalars[name] = (number, value[1:-1])
         elif _NUMBER.fullmatch(value):
-            self.result.scalars[name] = (number, _to_float(value))
+            self.result.scalars[name] = (number, _finite_or_inf_literal(self.path, number, value))
         else:
             raise FormatError(self.path, number, f"unsupported value {value[:40]!r} for mpc.{name}",
                               "write a number, a 'string' or a [matrix]")
@@ -161,7 +162,7 @@ class _Parser:
                                   f"{self.open.name}", "matrices may hold only numbers")
             if not self.row:
                 self.row_line = number
-            self.row.append(_to_float(token))
+            self.row.append(_finite_or_inf_literal(self.path, number, token))
 
     def _close_row(self) -> None:
         if self.row:
@@ -171,3 +172,13 @@ class _Parser:
 
 def _to_float(token: str) -> float:
     return float(token.replace("d", "e").replace("D", "e"))
+
+
+def _finite_or_inf_literal(path: str, line: int, token: str) -> float:
+    """A number of a matrix; ``Inf`` is MATPOWER's spelling of no limit, but a decimal that
+    overflows to infinity (``1e400``) is a typo."""
+    value = _to_float(token)
+    if math.isinf(value) and "inf" not in token.lower():
+        raise FormatError(path, line, f"number {token} is out of range (larger than 1.8e308)",
+                          "check the exponent")
+    return value

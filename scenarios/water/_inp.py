@@ -68,6 +68,11 @@ class _InpReader:
         self.curves = {k: tuple(zip(v[::2], v[1::2])) for k, v in
                        self._series(s["CURVES"], "curve", pairs=True).items()}
         self.period = start // step
+        if not (s["JUNCTIONS"] or s["RESERVOIRS"] or s["TANKS"]):
+            raise FormatError(self.path, None, "the file defines no network: [JUNCTIONS], "
+                              "[RESERVOIRS] and [TANKS] are empty or missing",
+                              "is this an EPANET .inp file? It needs at least one junction "
+                              "linked to a reservoir or tank")
         raw_junctions = [self._junction(line) for line in s["JUNCTIONS"]]
         reservoirs = [self._reservoir(line, units) for line in s["RESERVOIRS"]]
         tanks = []

@@ -1,6 +1,8 @@
 """Splitting an EPANET ``.inp`` file into sections of tokenised lines, and token helpers."""
 from __future__ import annotations
 
+import math
+
 import re
 from dataclasses import dataclass
 
@@ -44,6 +46,9 @@ def split_sections(path: str, text: str) -> Sections:
         if not body:
             continue
         if body.startswith("["):
+            if "]" not in body:
+                raise FormatError(path, number, f"section header {body!r} has no closing ']'",
+                                  f"write it as [{body[1:].strip().upper()}]")
             current = body[1:].split("]", 1)[0].strip().upper()
             if current not in KNOWN:
                 raise FormatError(path, number, f"unknown section [{current}]",
@@ -75,6 +80,9 @@ def number(path: str, line: Line, index: int, what: str, minimum: float | None =
         raise FormatError(path, line.number, f"bad number {token!r} for {what}",
                           "write a plain decimal number such as 12.5 or 1e-3")
     value = float(token)
+    if not math.isfinite(value):
+        raise FormatError(path, line.number, f"{what} {token} is out of range (larger than "
+                          "1.8e308)", "check the exponent")
     if minimum is not None and (value <= minimum if strict else value < minimum):
         bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
         raise FormatError(path, line.number, f"{what} is {token}, it must be {bound}")

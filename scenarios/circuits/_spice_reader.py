@@ -14,7 +14,7 @@ import os
 
 from .._errors import FormatError
 from .._source import read_source
-from ._netlist import (GROUND, CurrentSource, DCSweep, Diode, DiodeModel, Netlist,
+from ._netlist import (_TOKEN_OK, GROUND, CurrentSource, DCSweep, Diode, DiodeModel, Netlist,
                        OperatingPoint, Resistor, VoltageSource)
 from ._spice_numbers import parse_spice_number
 from ._spice_tokens import (_COMMENT, _SPECIAL, _AnyKey, _as_tokens, _skip_function,
@@ -282,6 +282,9 @@ class _Reader:
             raise self.error(card[0], ".model needs a name and a type",
                              "write '.model NAME D(IS=1e-14 N=1)'")
         name, kind = card[1], card[2]
+        if not _TOKEN_OK.fullmatch(name.text):
+            raise self.error(name, f".model name {name.text!r} is not a name",
+                             "write '.model NAME D(IS=1e-14 N=1)'")
         if kind.text.upper() != "D":
             raise self.error(kind, f"model type {kind.text!r} of {name.text!r} is not supported",
                              "only diode models (type D) are supported")

@@ -10,6 +10,7 @@ reference bus (type 3) at all is refused: the choice of slack is the modeller's.
 """
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -59,7 +60,18 @@ def _rows(path: str, matrix: Matrix | None, key: str, last_line: int):
     if width < _COLUMNS[key]:
         raise FormatError(path, matrix.rows[0][0], f"mpc.{key} has {width} columns, MATPOWER "
                           f"version 2 needs at least {_COLUMNS[key]}", "add the missing columns")
+    for line, row in matrix.rows:
+        bad = next((k for k in _USED[key] if not math.isfinite(row[k])), None)
+        if bad is not None:
+            raise FormatError(path, line, f"mpc.{key} column {bad + 1} is {row[bad]}",
+                              "this column needs a finite number")
     return matrix.rows
+
+
+# The columns the power flow reads (0-based): they must be finite numbers. Others, such as
+# MATPOWER's Inf generator limits, are ignored.
+_USED = {"bus": (0, 1, 2, 3, 4, 5, 7, 8, 9), "gen": (0, 1, 2, 5, 7),
+         "branch": (0, 1, 2, 3, 4, 8, 9, 10)}
 
 
 class _Builder:

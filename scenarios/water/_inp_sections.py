@@ -95,6 +95,8 @@ def hours(value: str, units: str = "") -> float | None:
     if len(parts) > 3 or not all(_NUMBER.fullmatch(p) for p in parts):
         return None
     y = [float(p) for p in parts] + [0.0] * (3 - len(parts))
+    if not all(math.isfinite(v) for v in y):
+        return None
     units = units.upper()
     if len(parts) == 1 and units:
         for prefix, scale in (("SEC", 1 / 3600), ("MIN", 1 / 60), ("HOU", 1.0), ("DAY", 24.0)):

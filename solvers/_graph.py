@@ -83,7 +83,8 @@ class Solution:
     ``system`` is a new graph with the unknowns solved (batched leaves for a batch; built on
     first access, then the same object, so sharing can be checked across reads);
     ``result`` typed codes (``solvers.RESULTS``), ``converged``, ``iterations``,
-    ``residual_norm`` (max|F|), ``num_fev``/``num_jev``; ``lowered`` the :class:`System`.
+    ``residual_norm`` (max|F|), ``relative_step`` (see ``FlatSolution``),
+    ``num_fev``/``num_jev``; ``lowered`` the :class:`System`.
     """
 
     flat: FlatSolution
@@ -116,6 +117,7 @@ class Solution:
     converged = property(lambda self: self.flat.converged)
     iterations = property(lambda self: self.flat.iterations)
     residual_norm = property(lambda self: self.flat.residual_norm)
+    relative_step = property(lambda self: self.flat.relative_step)
     num_fev = property(lambda self: self.flat.num_fev)
     num_jev = property(lambda self: self.flat.num_jev)
     x = property(lambda self: self.flat.x)

@@ -201,7 +201,7 @@ def test_float32_solves_converge_without_x64():
     assert float(root) == pytest.approx(np.sqrt(2.0), rel=1e-6)
 
 
-def test_throw_inside_jit_raises_jax_runtime_error_quietly(capfd):
+def test_throw_inside_jit_raises_jax_runtime_error_quietly(caplog):
     @jax.jit
     def solve(p):
         return solvers.solve_flat(lambda x, q: x ** 2 - q, jnp.ones(1), p, throw=True,
@@ -209,7 +209,8 @@ def test_throw_inside_jit_raises_jax_runtime_error_quietly(capfd):
 
     with pytest.raises(jax.errors.JaxRuntimeError, match="SolveError: nonfinite_input"):
         jax.block_until_ready(solve(jnp.array([jnp.nan])))
-    assert "Traceback" not in capfd.readouterr().err
+    # JAX logs a failed callback with its traceback (13 lines on stderr): not ours
+    assert not [r for r in caplog.records if "callback failed" in r.getMessage()]
 
 
 def test_absolute_test_on_f_is_visible_in_the_result():

@@ -31,8 +31,8 @@ def check_shape(method: Any, m: int, n: int, least_squares: bool = False) -> Non
     if m == n or (least_squares and m > n):
         return
     hint = UNDERDETERMINED_HINT if m < n else LEAST_SQUARES_HINT
-    kind = "a square system" if not least_squares else "at least as many equations as unknowns"
-    raise ValueError(f"{method_name(method)} needs {kind}; got {m} equations in {n} "
+    needs = "a square system" if not least_squares else "at least as many equations as unknowns"
+    raise ValueError(f"{method_name(method)} needs {needs}; got {m} equations in {n} "
                      f"unknowns. {hint}")
 
 

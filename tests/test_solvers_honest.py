@@ -2,6 +2,7 @@
 for misuse (issue 16)."""
 
 import dataclasses
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -194,7 +195,7 @@ def test_float32_solves_converge_without_x64():
         print(sol.x.dtype, sol.result, int(sol.iterations), flat.result, float(flat.x[0]))
     """)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=300)
+                         timeout=300, cwd=pathlib.Path(__file__).resolve().parents[1])
     dtype, result, iterations, flat_result, root = run.stdout.split()
     assert (dtype, result, flat_result) == ("float32", "0", "0"), run.stderr
     assert int(iterations) < 20

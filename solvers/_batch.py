@@ -160,6 +160,9 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
     x0_axis = 0 if x0.ndim == 2 else None
     axes = _axes_leaves(params, params_axes)
     size = _batch_size(x0, x0_axis, params, axes)
+    if size == 0:
+        raise ValueError("the batch is empty (0 members along the leading axis): give at "
+                         "least one member.")
     traced = any(isinstance(leaf, jax.core.Tracer)
                  for leaf in jax.tree_util.tree_leaves((x0, params)))
     if traced:

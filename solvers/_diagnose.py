@@ -5,6 +5,9 @@ only determined up to a constant): its pattern has full structural rank. Here th
 split into connected components and each is tested at a point: a component whose equations
 sum to zero identically (conservation with no reference: ``J^T 1 = 0`` on it) is flagged at
 any size; small components are also checked by the singular values of their Jacobian block.
+Equations whose derivatives are NaN or inf at the point are named first (one JVP finds them:
+``J 1`` is non-finite exactly in those rows); such a matrix is never handed to an SVD, so
+diagnosing never raises on non-finite values.
 """
 
 from __future__ import annotations
@@ -28,10 +31,17 @@ def components(rows: np.ndarray, cols: np.ndarray, m: int, n: int):
 
 
 def diagnose(system, x, params, max_block: int = 256, rtol: float = 1e-10) -> str | None:
-    """A message naming the nodes of each numerically singular component at ``x``, or None."""
+    """A message naming the equations with non-finite derivatives and the nodes of each
+    numerically singular component at ``x``, or None."""
     rows, cols, (m, n) = system.sparsity()
     if m == 0 or n == 0:
         return None
+    nonfinite = _nonfinite_rows(system, x, params)
+    if nonfinite.any():
+        labels = [label for label, bad in zip(system.residual_labels(), nonfinite) if bad]
+        return (f"the Jacobian has NaN or inf entries in the equations {listing(labels)} at "
+                "this x (a derivative that is infinite or undefined there, e.g. sqrt(|x|) or "
+                "|x|^p with p < 1 at 0): regularise it there, or start away from such points.")
     row_c, col_c = components(rows, cols, m, n)
     found = _conservation(system, x, params, row_c, col_c, rtol)
     found += _small_blocks(system, x, params, row_c, col_c, max_block, rtol, skip={c for c, _ in found})
@@ -46,6 +56,13 @@ def diagnose(system, x, params, max_block: int = 256, rtol: float = 1e-10) -> st
     return ("the Jacobian is singular: " + "; ".join(parts) + ". Such a part usually lacks a "
             "reference (ground, reservoir, slack bus) or is disconnected from it: connect it or "
             "remove it.")
+
+
+def _nonfinite_rows(system, x, params) -> np.ndarray:
+    """Rows of J with a NaN or inf entry (J 1 is non-finite there)."""
+    x = jnp.asarray(x)
+    _, j_ones = jax.jvp(lambda y: system.residual(y, params), (x,), (jnp.ones_like(x),))
+    return ~np.isfinite(np.asarray(j_ones))
 
 
 def _conservation(system, x, params, row_c, col_c, rtol) -> list:
@@ -81,8 +98,11 @@ def _small_blocks(system, x, params, row_c, col_c, max_block, rtol, skip) -> lis
     for c in small:
         r_idx, c_idx = np.flatnonzero(row_c == c), np.flatnonzero(col_c == c)
         block = probes[pos[c_idx]][:, r_idx].T
+        if not np.isfinite(block).all():  # never hand a non-finite matrix to an SVD
+            found.append((c, "has NaN or inf entries in its Jacobian block"))
+            continue
         s = np.linalg.svd(block, compute_uv=False)
-        if not np.isfinite(s).all() or s[-1] <= rtol * max(s[0], 1e-300):
-            rank = int((s > rtol * max(s[0], 1e-300)).sum()) if np.isfinite(s).all() else "?"
+        if s[-1] <= rtol * max(s[0], 1e-300):
+            rank = int((s > rtol * max(s[0], 1e-300)).sum())
             found.append((c, f"has a singular Jacobian block (rank {rank} of {len(s)})"))
     return found

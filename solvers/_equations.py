@@ -119,7 +119,9 @@ def check_counts(an, eq: Equations, square: bool) -> None:
     e = listing([f"{k} {v}" for k, v in equations.items()]) or "none"
     hint = ("add equations (a residual) for the extra unknowns, or make some fields state "
             "instead of sg.unknown()") if eq.m < an.n else (
-            "remove redundant equations, or use a least-squares method (LevenbergMarquardt)")
+            "remove redundant equations, or solve in the least-squares sense: "
+            "solvers.solve(graph, solvers.LevenbergMarquardt()), which accepts more equations "
+            "than unknowns")
     raise EquationCountError(
         f"the system has {eq.m} equations but {an.n} unknowns. Unknowns: {u}. Equations: {e}. "
         f"To fix: {hint}."

@@ -26,7 +26,8 @@ from ._batch import solve_flat_batch
 from ._dense import DenseLU
 from ._method import AbstractRootMethod
 from ._polyalgorithm import Default, run_staged
-from ._solution import FlatSolution
+from ._result import RESULTS
+from ._solution import FlatSolution, SolveError
 from ._solve import raise_if_failed_anywhere, solve_flat
 from ._host_lu import symmetric_with_diagonal
 from ._schur import schur_plan
@@ -79,9 +80,11 @@ class _StepLimit(_Residual):
 class Solution:
     """The solved graph and, per batch member, how the solve went.
 
-    ``system`` is a new graph with the unknowns solved (batched leaves for a batch);
+    ``system`` is a new graph with the unknowns solved (batched leaves for a batch; built on
+    first access, then the same object, so sharing can be checked across reads);
     ``result`` typed codes (``solvers.RESULTS``), ``converged``, ``iterations``,
-    ``residual_norm`` (max|F|), ``num_fev``/``num_jev``; ``lowered`` the :class:`System`.
+    ``residual_norm`` (max|F|), ``relative_step`` (see ``FlatSolution``),
+    ``num_fev``/``num_jev``; ``lowered`` the :class:`System`.
     """
 
     flat: FlatSolution
@@ -96,9 +99,10 @@ class Solution:
     def tree_unflatten(cls, keys, children):
         return cls(*children, keys=keys)
 
-    @property
+    @functools.cached_property
     def system(self) -> Any:
-        """The solved graph (batched leaves for a batch); built on access."""
+        """The solved graph (batched leaves for a batch); built on first access, then the
+        same object on every access."""
         return self.lowered.to_graph(self.flat.x, self.params)
 
     @property
@@ -113,6 +117,7 @@ class Solution:
     converged = property(lambda self: self.flat.converged)
     iterations = property(lambda self: self.flat.iterations)
     residual_norm = property(lambda self: self.flat.residual_norm)
+    relative_step = property(lambda self: self.flat.relative_step)
     num_fev = property(lambda self: self.flat.num_fev)
     num_jev = property(lambda self: self.flat.num_jev)
     x = property(lambda self: self.flat.x)
@@ -128,9 +133,34 @@ class Solution:
         return self.flat.summary()
 
     def raise_if_failed(self) -> "Solution":
-        """Raise ``SolveError`` naming the worst failed member and what to try."""
-        self.flat.raise_if_failed()
+        """Raise ``SolveError`` naming the worst failed member and what to try, with
+        :meth:`diagnose`'s finding for that member (a singular or non-finite block)."""
+        try:
+            self.flat.raise_if_failed()
+        except SolveError as err:
+            found = None if err.code is RESULTS.nonfinite_input else self.diagnose(err.index)
+            if found is None:
+                raise
+            raise SolveError(f"{err} Diagnosis: {found}", err.index, err.code) from None
         return self
+
+    def diagnose(self, index=None) -> Optional[str]:
+        """Name the parts of the graph whose Jacobian is singular or not finite for one
+        member (``index``; default: the worst failed one, else the only one) at its
+        returned x, else at the start x0 (a failed solve may have wandered to where the
+        Jacobian is regular: a truss mechanism is singular at its start); None if none."""
+        if index is None and self.flat.batch_shape:
+            index = self.flat.worst_index()
+            if index is None:
+                index = 0
+        pick = (lambda a: a) if index is None else (lambda a: a[index])
+        params = jax.tree_util.tree_map(pick, self.params) if self.keys else self.params
+        x = pick(self.flat.x)
+        found = self.lowered.diagnose(x, params)
+        if found is None and not np.array_equal(np.asarray(x), np.asarray(self.lowered.x0)):
+            found = self.lowered.diagnose(None, params)
+            found = None if found is None else f"at the start x0, {found}"
+        return found
 
 
 def default_method(system: System, solver: Optional[AbstractRootMethod] = None, *,
@@ -201,10 +231,13 @@ def solve(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
 
     Works outside and inside ``jax.jit``, ``jax.vmap`` and ``jax.grad`` (gradients by implicit
     differentiation). ``solver`` is a method object (``solvers.Newton()``, ...; default: a
-    polyalgorithm with a dense or sparse LU by size). ``throw=True`` raises on failure.
+    polyalgorithm with a dense or sparse LU by size); a least-squares method
+    (``solvers.LevenbergMarquardt()``) also takes more equations than unknowns.
+    ``throw=True`` raises on failure: ``SolveError`` outside transforms; inside ``jax.jit``
+    JAX's ``jax.errors.JaxRuntimeError`` whose message holds the ``SolveError`` text.
     Outside transforms ``Default`` runs Newton first and compiles its fallbacks only if needed.
     """
-    system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
+    system = _lowered(graph, solver, evaluation)
     method = default_method(system, solver)
     step_limit = _StepLimit(system._s) if system.has_step_limit else None
 
@@ -213,7 +246,7 @@ def solve(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
                           step_limit=step_limit)
 
     flat = _run(method, system, (system.x0, system.params), attempt)
-    return Solution(_checked(flat, throw), system)
+    return _checked(Solution(flat, system), throw)
 
 
 def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[AbstractRootMethod] = None, *,
@@ -231,7 +264,7 @@ def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[Abstract
     on a terminal, split over all devices.
     ``x0``: a start of shape (n,) or (B, n) (default: the graph's unknowns).
     """
-    system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
+    system = _lowered(graph, solver, evaluation)
     keys, batched = _sweep_values(system, values)
     start = system.x0 if x0 is None else jnp.asarray(x0)
     method = default_method(system, solver, batch_size=int(batched[0].shape[0]))
@@ -246,7 +279,15 @@ def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[Abstract
                                 progress=progress, **kwargs)
 
     flat = _run(method, system, (start, system.params, batched), attempt)
-    return Solution(_checked(flat, throw), system, batched, keys)
+    return _checked(Solution(flat, system, batched, keys), throw)
+
+
+def _lowered(graph: Any, solver: Optional[AbstractRootMethod], evaluation: str) -> System:
+    """The graph's System; more equations than unknowns only for a least-squares method."""
+    if isinstance(graph, System):
+        return graph
+    square = not getattr(solver, "least_squares", False)
+    return System.build(graph, evaluation=evaluation, square=square)
 
 
 def _eager(tree: Any) -> bool:
@@ -264,8 +305,14 @@ def _run(method, system: System, inputs: Any, attempt) -> FlatSolution:
     return attempt(method, None)
 
 
-def _checked(flat: FlatSolution, throw: bool) -> FlatSolution:
-    return raise_if_failed_anywhere(flat) if throw else flat
+def _checked(sol: Solution, throw: bool) -> Solution:
+    """``sol``, or raise on failure: with the diagnosis when concrete, else from inside the
+    transform (``raise_if_failed_anywhere``)."""
+    if not throw:
+        return sol
+    if isinstance(sol.flat.result, jax.core.Tracer):
+        return dataclasses.replace(sol, flat=raise_if_failed_anywhere(sol.flat))
+    return sol.raise_if_failed()
 
 
 def _sweep_values(system: System, values: Mapping[Any, Any]) -> tuple[tuple, tuple]:
@@ -286,6 +333,9 @@ def _sweep_values(system: System, values: Mapping[Any, Any]) -> tuple[tuple, tup
         keys.append(sel)
         batched.append(value)
     sizes = {sel.key: int(v.shape[0]) for sel, v in zip(keys, batched)}
+    if 0 in sizes.values():
+        raise ValueError(f"solve_batch values are empty ({sizes}): give at least one value per "
+                         "swept parameter, stacked on a leading batch axis.")
     if len(set(sizes.values())) > 1:
         listed = ", ".join(f"{k!r}: {n}" for k, n in sizes.items())
         raise ValueError(f"solve_batch values differ in batch size ({listed}). Every value "

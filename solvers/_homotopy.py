@@ -20,9 +20,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._method import (AbstractRootMethod, FlatProblem, all_finite, check_count, code, freeze,
-                      max_abs)
-from ._newton import Newton, check_square
+from ._method import (AbstractRootMethod, FlatProblem, all_finite, check_count,
+                      check_tolerances, code, freeze, max_abs)
+from ._newton import Newton
+from ._shape import check_square
 from ._path import Corrected, correct, tangent
 from ._result import RESULTS
 from ._solution import FlatSolution, make_solution
@@ -72,9 +73,10 @@ class Homotopy(AbstractRootMethod):
         for name, minimum in (("steps", 1), ("max_steps", 1), ("corrector_steps", 1),
                               ("max_polishes", 0)):
             check_count(self, name, minimum)
+        check_tolerances(self, "min_cosine")
 
     def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
-        check_square(problem.fn, x0, params, "Homotopy")
+        check_square(problem.fn, x0, params, self)
         hfun, at = _path(problem)
         inputs_ok = jnp.all(jnp.isfinite(x0)) & all_finite(params)
         x0 = jnp.where(jnp.isfinite(x0), x0, 0.0)

@@ -8,8 +8,10 @@ forward mode, reverse mode (which transposes that solve) and ``vmap`` all work, 
 or matrix-free back ends plug in unchanged. Values that ``fn`` closes over are hoisted
 with ``jax.closure_convert`` and differentiated too.
 
-Gradients are meaningful only for converged members; a zero cotangent yields exactly zero
-(even at a singular Jacobian), so masking failed members with ``jnp.where`` is safe.
+Gradients are meaningful only for converged members: a member that did not converge gets
+NaN derivatives (never a finite or infinite number that looks usable), while a zero
+cotangent or tangent yields exactly zero (even at a singular Jacobian or a failed member),
+so masking failed members with ``jnp.where`` is safe.
 """
 
 from __future__ import annotations
@@ -25,15 +27,17 @@ from ._linear import AbstractLinearSolver
 
 
 def implicit_solution(fn, linear_solver: AbstractLinearSolver, x_star: jax.Array,
-                      params: Any) -> jax.Array:
-    """``x_star`` (a root of ``fn(., params)``) carrying its implicit derivative."""
+                      params: Any, converged: Any = True) -> jax.Array:
+    """``x_star`` (a root of ``fn(., params)``) carrying its implicit derivative (NaN where
+    ``converged`` is False)."""
     x_star = lax.stop_gradient(x_star)
     out = jax.eval_shape(fn, x_star, params)
     if out.shape != x_star.shape:
         # Least squares: no derivative rule here; keep the value, refuse differentiation.
         return _no_derivative(x_star, params)
     converted, consts = jax.closure_convert(fn, x_star, params)
-    return _root(converted, linear_solver, x_star, (params, tuple(consts)))
+    poison = jnp.where(converged, 1.0, jnp.nan).astype(x_star.dtype)
+    return _root(converted, linear_solver, x_star, (params, tuple(consts)), poison)
 
 
 def _call(fn, x, args):
@@ -42,23 +46,25 @@ def _call(fn, x, args):
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(0, 1))
-def _root(fn, linear_solver, x_star, args):
+def _root(fn, linear_solver, x_star, args, poison):
     return x_star
 
 
 @_root.defjvp
 def _root_jvp(fn, linear_solver, primals, tangents):
-    x_star, args = primals
-    _, d_args = tangents
+    x_star, args, poison = primals
+    _, d_args, _ = tangents
     x_star = lax.stop_gradient(x_star)
     f = partial(_call, fn)
     _, op = linear_solver.linearize(f, x_star, args)
     _, rhs = jax.jvp(lambda a: f(x_star, a), (args,), (d_args,))
 
     def safe(solve, b):
-        # J^{-1} 0 = 0 even when J is singular, so masked-out members give zero, not NaN.
+        # J^{-1} 0 = 0 even when J is singular, so masked-out members give zero, not NaN;
+        # `poison` (1, or NaN for a failed member) inside the solve keeps it so.
         zero = jnp.all(b == 0)
-        return jnp.where(zero, jnp.zeros_like(b), solve(op, jnp.where(zero, 1.0, b)))
+        return jnp.where(zero, jnp.zeros_like(b),
+                         poison * solve(op, jnp.where(zero, 1.0, b)))
 
     dx = lax.custom_linear_solve(
         lambda v: linear_solver.matvec(op, v), -rhs,

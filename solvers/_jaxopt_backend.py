@@ -17,8 +17,10 @@ import jax.numpy as jnp
 
 from ._dense import DenseLU
 from ._linear import AbstractLinearSolver
-from ._method import AbstractRootMethod, FlatProblem, code, initial_checks, max_abs
+from ._method import (AbstractRootMethod, FlatProblem, check_count, check_tolerances, code,
+                      initial_checks, max_abs)
 from ._result import RESULTS
+from ._shape import check_square
 from ._solution import FlatSolution, make_solution
 
 
@@ -29,6 +31,10 @@ class _AbstractJaxopt(AbstractRootMethod):
     max_steps: int = 200
     linear_solver: AbstractLinearSolver = DenseLU()
     options: tuple = ()  # (name, value) pairs passed to the jaxopt class, overriding ours
+
+    def __post_init__(self) -> None:
+        check_count(self, "max_steps", 1)
+        check_tolerances(self, "rtol", "atol")
 
     def _make(self, fn):
         raise NotImplementedError
@@ -48,17 +54,16 @@ class _AbstractJaxopt(AbstractRootMethod):
         return code(RESULTS.local_minimum)
 
     def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
+        check_square(problem.fn, x0, params, self, self.least_squares)
         x0, f0, result0, done0 = initial_checks(problem.fn, x0, params, active, self.atol)
-        least_squares = f0.shape[0] > x0.shape[0]
         solver = self._make(problem.fn)
         x, state = solver.run(x0, params)
         f = problem.fn(x, params)
         finite = jnp.all(jnp.isfinite(x)) & jnp.all(jnp.isfinite(f))
         root = finite & (max_abs(f) <= self.atol)
         stopped_early = state.iter_num < dict(self.options).get("maxiter", self.max_steps)
-        accepted = root | (least_squares & finite & stopped_early)
         result = jnp.where(
-            accepted, code(RESULTS.successful),
+            root, code(RESULTS.successful),
             jnp.where(~finite, code(RESULTS.nonfinite_residual),
                       jnp.where(stopped_early, self._why(state),
                                 code(RESULTS.max_steps_reached))))
@@ -89,7 +94,10 @@ class JaxoptBroyden(_AbstractJaxopt):
 
 @dataclasses.dataclass(frozen=True)
 class JaxoptGaussNewton(_AbstractJaxopt):
-    """``jaxopt.GaussNewton``: undamped Gauss-Newton (stops when its step norm <= rtol)."""
+    """``jaxopt.GaussNewton``: undamped Gauss-Newton (stops when its step norm <= rtol;
+    unless ``max|F| <= atol`` there, that is ``local_minimum``)."""
+
+    least_squares = True
 
     def _make(self, fn):
         import jaxopt
@@ -99,7 +107,10 @@ class JaxoptGaussNewton(_AbstractJaxopt):
 
 @dataclasses.dataclass(frozen=True)
 class JaxoptLevenbergMarquardt(_AbstractJaxopt):
-    """``jaxopt.LevenbergMarquardt`` (stops when ||J^T F|| <= 1e-3 atol)."""
+    """``jaxopt.LevenbergMarquardt`` (stops when ||J^T F|| <= 1e-3 atol; unless
+    ``max|F| <= atol`` there, that is ``local_minimum``)."""
+
+    least_squares = True
 
     def _make(self, fn):
         import jaxopt

@@ -337,13 +337,19 @@ def _assemble_x(analysis: Analysis, pieces: list):
 
 
 def check_unknown_dtypes(analysis: Analysis) -> None:
-    """Unknowns must be real floating point (Newton needs derivatives with respect to them)."""
+    """Unknowns must be real numbers (Newton needs real derivatives with respect to them)."""
     for kind in analysis.kinds:
         for col in kind.columns:
             if col.unknown and not np.issubdtype(col.dtype, np.number):
                 raise ModelError(
                     f"{kind.cls.__name__}.{col.label} is an unknown of dtype {col.dtype}; unknowns "
                     "must be numbers. Give it a numeric start value (e.g. 0.0)."
+                )
+            if col.unknown and np.issubdtype(col.dtype, np.complexfloating):
+                raise ModelError(
+                    f"{kind.cls.__name__}.{col.label} is an unknown of complex dtype {col.dtype}; "
+                    "unknowns must be real. Split it into two real unknowns (real and imaginary "
+                    "parts) with a real residual for each."
                 )
 
 

@@ -12,8 +12,9 @@ from jax import lax
 from ._dense import DenseLU
 from ._line_search import half_sq_norm
 from ._linear import AbstractLinearSolver
-from ._method import (AbstractRootMethod, FlatProblem, check_count, code, freeze, initial_checks,
-                      max_abs, step_is_small)
+from ._method import (AbstractRootMethod, FlatProblem, check_count, check_tolerances, code,
+                      freeze, initial_checks, max_abs, relative_step, step_is_small)
+from ._shape import check_square
 from ._result import RESULTS
 from ._solution import FlatSolution, make_solution
 
@@ -34,6 +35,7 @@ class _State(NamedTuple):
     num_jev: jax.Array
     result: jax.Array
     done: jax.Array
+    rel_step: jax.Array  # relative_step of the last Gauss-Newton step
 
 
 class _Model(NamedTuple):
@@ -72,12 +74,16 @@ class _Inner(NamedTuple):
 class LevenbergMarquardt(AbstractRootMethod):
     """Levenberg-Marquardt with Moré's column scaling and Nielsen's damping update.
 
-    Works for square systems (converges when ``max|F| <= atol`` or the Gauss-Newton step is
-    within ``rtol`` of x) and for least squares, m > n (also converges at a stationary
-    point: ``max_j |J_j . F| / (|J_j| |F|) <= gtol`` or when no step can reduce ||F||).
-    On a square system a stationary point with F not small is ``local_minimum``.
-    Needs a linear solver that can form a dense Jacobian (``to_dense``).
+    Works for square systems and for least squares, m > n. Converges when ``max|F| <= atol``
+    or the Gauss-Newton step is within ``rtol`` of x while F lies in the range of J (so the
+    equations agree). A stationary point of ||F|| that is not a root (``max_j |J_j . F| /
+    (|J_j| |F|) <= gtol``, no step reduces ||F||, or a vanishing step with F outside the
+    range of J: the least-squares point of inconsistent equations) is ``local_minimum``,
+    never ``successful``: its x is the best fit, its ``residual_norm`` says how far from a
+    root. Needs a linear solver that can form a dense Jacobian (``to_dense``).
     """
+
+    least_squares = True
 
     rtol: float = 1e-10
     atol: float = 1e-10
@@ -90,24 +96,19 @@ class LevenbergMarquardt(AbstractRootMethod):
     def __post_init__(self) -> None:
         for name, minimum in (("max_steps", 1), ("max_rejections", 0)):
             check_count(self, name, minimum)
+        check_tolerances(self, "rtol", "atol", "gtol", "tau")
 
     def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
-        out = jax.eval_shape(problem.fn, x0, params)
-        if x0.ndim != 1 or len(out.shape) != 1:
-            raise ValueError(
-                "LevenbergMarquardt needs F: (n,) -> (m,) on flat vectors; got x0 of shape "
-                f"{x0.shape} and F(x0) of shape {out.shape}."
-            )
-        least_squares = out.shape[0] > x0.shape[0]
+        check_square(problem.fn, x0, params, self, least_squares=True)
         x0, f0, result, done = initial_checks(problem.fn, x0, params, active, self.atol)
         zero = jnp.zeros((), jnp.int32)
         state = _State(x0, f0, half_sq_norm(f0), jnp.full((), -1.0, x0.dtype),
-                       jnp.zeros_like(x0), zero, zero + 1, zero, result, done)
+                       jnp.zeros_like(x0), zero, zero + 1, zero, result, done,
+                       jnp.full((), jnp.nan, x0.dtype))
         state = lax.while_loop(lambda s: ~s.done,
-                               lambda s: self._step(problem, params, s, least_squares),
-                               state)
+                               lambda s: self._step(problem, params, s), state)
         return make_solution(state.x, state.result, state.steps, state.num_fev,
-                             state.num_jev, max_abs(state.f))
+                             state.num_jev, max_abs(state.f), state.rel_step)
 
     def _model(self, problem, params, s: _State):
         _, op = self.linear_solver.linearize(problem.fn, s.x, params)
@@ -145,7 +146,7 @@ class LevenbergMarquardt(AbstractRootMethod):
                       jnp.asarray(False), jnp.zeros_like(s.x), s.f, s.phi)
         return lax.while_loop(cond, body, init)
 
-    def _step(self, problem, params, s: _State, least_squares: bool) -> _State:
+    def _step(self, problem, params, s: _State) -> _State:
         model, jac, jac_ok = self._model(problem, params, s)
         lam0 = jnp.where(s.lam < 0, self.tau * model.s[0] ** 2, s.lam)
         lam0 = jnp.maximum(lam0, _eps(s.x) * model.s[0] ** 2 + jnp.finfo(s.x.dtype).tiny)
@@ -154,13 +155,15 @@ class LevenbergMarquardt(AbstractRootMethod):
         x = jnp.where(moved, s.x + inner.p, s.x)
         f = jnp.where(moved, inner.f, s.f)
         steps = s.steps + 1
-        gn_small = model.full_rank & step_is_small(model.step(0.0), s.x, self.rtol)
+        gauss_newton = model.step(0.0)
+        gn_small = model.full_rank & step_is_small(gauss_newton, s.x, self.rtol)
+        in_range = jnp.sum(model.utf ** 2) >= 0.5 * jnp.sum(s.f ** 2)  # F ~ -J p: consistent
         root = max_abs(f) <= self.atol
         norms = jnp.sqrt(jnp.sum(jac * jac, axis=0)) * jnp.sqrt(2 * s.phi)
         cosine = max_abs(jnp.where(norms > 0, (jac.T @ s.f) / jnp.where(norms > 0, norms, 1), 0))
-        stationary = (cosine <= self.gtol) | ~inner.accepted
-        converged = root | gn_small | (least_squares & stationary)
-        failure = jnp.where(~jac_ok, code(RESULTS.nonfinite_residual),
+        stationary = (cosine <= self.gtol) | ~inner.accepted | (gn_small & ~in_range)
+        converged = root | (gn_small & in_range)
+        failure = jnp.where(~jac_ok, code(RESULTS.nonfinite_jacobian),
                             jnp.where(stationary, code(RESULTS.local_minimum),
                                       code(RESULTS.successful)))
         failed = failure != int(RESULTS.successful)
@@ -171,5 +174,6 @@ class LevenbergMarquardt(AbstractRootMethod):
                                                code(RESULTS.successful))))
         new = _State(x, f, half_sq_norm(f), inner.lam, model.scale, steps,
                      s.num_fev + inner.tries, s.num_jev + 1, result,
-                     converged | failed | out_of_steps)
+                     converged | failed | out_of_steps,
+                     jnp.where(model.full_rank, relative_step(gauss_newton, s.x), jnp.inf))
         return freeze(s.done, s, new)

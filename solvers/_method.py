@@ -35,7 +35,11 @@ class AbstractRootMethod(abc.ABC):
     """A method that solves one member of ``F(x, params) = 0``; batching is by ``vmap``.
 
     Concrete methods are frozen dataclasses (hashable: they are static under ``jit``).
+    ``least_squares``: whether the method also solves over-determined systems (m > n) in
+    the least-squares sense (a graph solve then accepts more equations than unknowns).
     """
+
+    least_squares = False
 
     @abc.abstractmethod
     def run(self, problem: FlatProblem, x0: jax.Array, params: Any,
@@ -55,6 +59,33 @@ def check_count(method: Any, name: str, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{type(method).__name__}({name}=...) must be an integer >= {minimum}, "
                          f"got {value!r}.")
+
+
+def check_tolerances(method: Any, *names: str) -> None:
+    """Raise a clear error unless every ``method.<name>`` is a finite real number >= 0."""
+    for name in names:
+        value = getattr(method, name)
+        ok = (not isinstance(value, bool) and isinstance(value, (int, float, np.floating,
+                                                                  np.integer))
+              and np.isfinite(value) and value >= 0)
+        if not ok:
+            raise ValueError(f"{type(method).__name__}({name}=...) must be a finite number "
+                             f">= 0, got {value!r}.")
+
+
+def relative_step(dx: jax.Array, x: jax.Array) -> jax.Array:
+    """``max_i |dx_i| / |x_i|`` (a zero step counts 0, a step from x_i = 0 counts inf): the
+    quantity the step test compares with rtol, reported as ``FlatSolution.relative_step``."""
+    if dx.size == 0:
+        return jnp.zeros((), dx.dtype)
+    ratio = jnp.where(dx == 0, 0.0, jnp.abs(dx) / jnp.abs(x))
+    return jnp.max(ratio)
+
+
+def jacobian_finite(linear_solver: Any, op: Any, x: jax.Array) -> jax.Array:
+    """Whether the Jacobian operator holds only finite entries (J 1 is finite exactly then,
+    as a NaN or inf entry propagates through the sum of its row)."""
+    return jnp.all(jnp.isfinite(linear_solver.matvec(op, jnp.ones_like(x))))
 
 
 def max_abs(v: jax.Array) -> jax.Array:

@@ -13,8 +13,10 @@ from jax import lax
 from ._dense import DenseLU
 from ._line_search import LineSearchResult, backtrack, half_sq_norm
 from ._linear import AbstractLinearSolver
-from ._method import (AbstractRootMethod, FlatProblem, apply_step_limit, check_count, code,
-                      freeze, initial_checks, max_abs, step_is_small)
+from ._method import (AbstractRootMethod, FlatProblem, apply_step_limit, check_count,
+                      check_tolerances, code, freeze, initial_checks, jacobian_finite, max_abs,
+                      relative_step, step_is_small)
+from ._shape import check_square
 from ._result import RESULTS
 from ._solution import FlatSolution, make_solution
 
@@ -30,17 +32,7 @@ class _State(NamedTuple):
     done: jax.Array
     best: tuple          # (x, f, phi): the smallest ||F|| so far (the watchdog's point)
     streak: jax.Array    # full steps in a row that did not improve on `best`
-
-
-def check_square(fn, x0, params, method: str) -> None:
-    """Raise a clear error (at trace time) unless F maps n unknowns to n residuals."""
-    out = jax.eval_shape(fn, x0, params)
-    if x0.ndim != 1 or out.shape != x0.shape:
-        raise ValueError(
-            f"{method} needs a square system F: (n,) -> (n,); got x0 of shape {x0.shape} "
-            f"and F(x0) of shape {out.shape}. Flatten the unknowns into one vector, or use "
-            "solvers.LevenbergMarquardt() for least squares (more equations than unknowns)."
-        )
+    rel_step: jax.Array  # relative_step of the last Newton step
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,13 +65,15 @@ class Newton(AbstractRootMethod):
     def __post_init__(self) -> None:
         for name, minimum in (("max_steps", 1), ("max_backtracks", 0), ("watchdog", 0)):
             check_count(self, name, minimum)
+        check_tolerances(self, "rtol", "atol", "rcond_tol")
 
     def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
-        check_square(problem.fn, x0, params, "Newton")
+        check_square(problem.fn, x0, params, self)
         x0, f0, result, done = initial_checks(problem.fn, x0, params, active, self.atol)
         zero = jnp.zeros((), jnp.int32)
         phi0 = half_sq_norm(f0)
-        state = _State(x0, f0, phi0, zero, zero + 1, zero, result, done, (x0, f0, phi0), zero)
+        state = _State(x0, f0, phi0, zero, zero + 1, zero, result, done, (x0, f0, phi0), zero,
+                       jnp.full((), jnp.nan, x0.dtype))
         state = lax.while_loop(lambda s: ~s.done,
                                lambda s: self._step(problem, params, s), state)
         x, f = state.x, state.f
@@ -87,7 +81,7 @@ class Newton(AbstractRootMethod):
             worse = (state.best[2] < state.phi) & (state.result != int(RESULTS.successful))
             x, f, _ = _pick(worse, state.best, (x, f, state.phi))
         return make_solution(x, state.result, state.steps, state.num_fev,
-                             state.num_jev, max_abs(f))
+                             state.num_jev, max_abs(f), state.rel_step)
 
     def _relaxed(self, s: _State) -> jax.Array:
         """Whether this step is a watchdog's full step (no sufficient-decrease test)."""
@@ -122,7 +116,8 @@ class Newton(AbstractRootMethod):
         converged = (max_abs(f) <= self.atol) | small_step
         searched = search.ok | self._relaxed(s)  # a failed full step goes back to the best
         failure = jnp.where(
-            ~dx_ok, code(RESULTS.singular_jacobian),
+            ~dx_ok, jnp.where(jacobian_finite(ls, op, s.x), code(RESULTS.singular_jacobian),
+                              code(RESULTS.nonfinite_jacobian)),
             jnp.where(searched, code(RESULTS.successful), self._why(ls, op, search)))
         failed = failure != int(RESULTS.successful)
         out_of_steps = steps >= self.max_steps
@@ -132,7 +127,8 @@ class Newton(AbstractRootMethod):
                                                code(RESULTS.successful))))
         x, f, phi, best, streak = self._watch(s, x, f, search.ok, converged)
         new = _State(x, f, phi, steps, s.num_fev + search.num_fev, s.num_jev + 1, result,
-                     converged | failed | out_of_steps, best, streak)
+                     converged | failed | out_of_steps, best, streak,
+                     jnp.where(dx_ok, relative_step(dx, s.x), jnp.inf))
         return freeze(s.done, s, new)
 
     def _watch(self, s: _State, x, f, ok, converged):

@@ -14,9 +14,10 @@ from ._dense import DenseLU
 from ._homotopy import Homotopy
 from ._levenberg_marquardt import LevenbergMarquardt
 from ._linear import AbstractLinearSolver
-from ._method import AbstractRootMethod, FlatProblem, code
+from ._method import AbstractRootMethod, FlatProblem, check_tolerances, code
 from ._newton import Newton
 from ._result import RESULTS
+from ._shape import check_shape
 from ._solution import FlatSolution, make_solution
 from ._trust_region import SCALINGS, TrustRegion
 
@@ -38,7 +39,8 @@ def merge(old: FlatSolution, new: FlatSolution, tried: jax.Array) -> FlatSolutio
         converged=pick(old.converged, new.converged),
         iterations=add(old.iterations, new.iterations), num_fev=add(old.num_fev, new.num_fev),
         num_jev=add(old.num_jev, new.num_jev),
-        residual_norm=pick(old.residual_norm, new.residual_norm))
+        residual_norm=pick(old.residual_norm, new.residual_norm),
+        relative_step=pick(old.relative_step, new.relative_step))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +95,16 @@ class Default(AbstractRootMethod):
     linear_solver: AbstractLinearSolver = DenseLU()
     methods: Optional[tuple] = None
 
+    least_squares = True
+
+    def __post_init__(self) -> None:
+        check_tolerances(self, "rtol", "atol")
+        if self.methods is not None and (
+                not self.methods or not all(isinstance(m, AbstractRootMethod)
+                                            for m in self.methods)):
+            raise ValueError("Default(methods=...) must be a non-empty tuple of method objects "
+                             f"such as solvers.Newton(), got {self.methods!r}.")
+
     def stages(self) -> tuple:
         if self.methods is not None:
             return tuple(self.methods)
@@ -104,6 +116,8 @@ class Default(AbstractRootMethod):
     def split(self, m: int, n: int) -> Optional[tuple]:
         """``(first stage, the rest as a Default)`` for running the fallbacks only when needed;
         None when there is nothing to split (least squares, or a single stage)."""
+        if self.methods is None:
+            check_shape(self, m, n, least_squares=True)
         stages = self.stages()
         if (self.methods is None and m > n) or len(stages) < 2:
             return None
@@ -111,6 +125,8 @@ class Default(AbstractRootMethod):
 
     def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
         out = jax.eval_shape(problem.fn, x0, params)
+        if self.methods is None and x0.ndim == 1 and len(out.shape) == 1:
+            check_shape(self, out.shape[0], x0.shape[0], least_squares=True)
         if self.methods is None and len(out.shape) == 1 and out.shape[0] > x0.shape[0]:
             lm = LevenbergMarquardt(rtol=self.rtol, atol=self.atol,
                                     linear_solver=self.linear_solver)

@@ -23,6 +23,7 @@ class RESULTS(enum.IntEnum):
     nonfinite_input = 5
     local_minimum = 6
     continuation_failed = 7
+    nonfinite_jacobian = 8
 
     @property
     def message(self) -> str:
@@ -40,15 +41,19 @@ class RESULTS(enum.IntEnum):
 
 
 _MESSAGES = {
-    RESULTS.successful: "Converged: max|F| (or the Newton step) is within tolerance.",
+    RESULTS.successful: (
+        "Converged: max|F| <= atol, or the last Newton step changed every x_i by at most "
+        "rtol |x_i|. relative_step (max |dx_i| / |x_i| of the last step) says which: above "
+        "rtol, only the absolute test on F held (exp(x) = 0 passes it at x = -24), so check "
+        "that atol suits the scale of F."
+    ),
     RESULTS.max_steps_reached: (
         "The iteration limit was reached before convergence. If max|F| is still falling, try "
         "a larger max_steps or a better start x0. Newton, TrustRegion or "
         "LevenbergMarquardt alone: try solvers.Default(), which retries failed members with "
         "a dogleg trust region and then homotopy continuation. From Default, every stage "
         "failed and this was the closest attempt: the problem may have no root near x0; "
-        "try another start, or check a graph's model with "
-        "solution.lowered.diagnose(solution.x)."
+        "try another start, or check a graph's model with solution.diagnose()."
     ),
     RESULTS.line_search_failed: (
         "The line search could not reduce ||F||: the iterate is stuck where ||F|| has a "
@@ -60,8 +65,8 @@ _MESSAGES = {
     RESULTS.singular_jacobian: (
         "The Jacobian is singular or too ill-conditioned to solve with. Look for an "
         "equation that depends on no unknown, an unknown that appears in no equation, or "
-        "redundant equations (e.g. a floating node in a circuit); "
-        "solution.lowered.diagnose(solution.x) names such parts. Otherwise try "
+        "redundant equations (e.g. a floating node in a circuit, a mechanism in a truss); "
+        "for a graph, solution.diagnose() names such parts. Otherwise try "
         "solvers.LevenbergMarquardt(), which regularises the step, or another start. If "
         "||F|| had stopped decreasing, the system may instead have no solution near x0: a "
         "minimum of ||F|| that is not a root has a singular Jacobian."
@@ -79,12 +84,20 @@ _MESSAGES = {
     RESULTS.local_minimum: (
         "Stopped at a local minimum of ||F||^2 that is not a root (trust region, "
         "Levenberg-Marquardt or a jaxopt solver): the system may have no solution, or this "
-        "start leads away from it. Try another start or solvers.Homotopy(...)."
+        "start leads away from it. With more equations than unknowns this is the "
+        "least-squares point of inconsistent equations (x is the best fit, F is not 0): fix "
+        "the equations if they should agree. Else try another start or solvers.Homotopy(...)."
     ),
     RESULTS.continuation_failed: (
         "Homotopy continuation lost its path (it turned back past the start, or its step "
         "shrank to nothing) before reaching t = 1. Try another start, a larger `steps` "
         "(smaller first path step) or `max_steps`, or give the problem its own continuation "
         "(FlatProblem.continuation, e.g. source stepping)."
+    ),
+    RESULTS.nonfinite_jacobian: (
+        "F is finite but its Jacobian holds NaN or inf (e.g. sqrt(|x|) or |x|^0.5 at x = 0, "
+        "where the derivative is infinite), so no Newton step exists. Fix the model's "
+        "derivative there (e.g. regularise: sqrt(x^2 + eps^2)) or try a start away from such "
+        "points; for a graph, solution.diagnose() names the parts."
     ),
 }

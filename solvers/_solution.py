@@ -27,7 +27,10 @@ class FlatSolution:
 
     ``result`` holds ``RESULTS`` codes (int32); ``converged`` is ``result == successful``;
     ``residual_norm`` is ``max|F(x)|`` at the returned ``x``; ``num_fev``/``num_jev`` count
-    residual and Jacobian evaluations. Inspection methods need concrete (non-traced) values.
+    residual and Jacobian evaluations; ``relative_step`` is ``max_i |dx_i| / |x_i|`` of the
+    last Newton (or Gauss-Newton) step (NaN where the method does not report it): at or
+    below ``rtol`` the step test converged, above it only ``max|F| <= atol`` did. Inspection
+    methods need concrete (non-traced) values.
     """
 
     x: jax.Array
@@ -37,6 +40,7 @@ class FlatSolution:
     num_fev: jax.Array
     num_jev: jax.Array
     residual_norm: jax.Array
+    relative_step: jax.Array
 
     @property
     def batch_shape(self) -> tuple[int, ...]:
@@ -58,8 +62,10 @@ class FlatSolution:
         code = int(codes[idx])
         iters = int(np.asarray(self.iterations)[idx])
         where = "" if index is None else f"member {index}: "
+        step = float(np.asarray(self.relative_step)[idx])
+        step = "" if np.isnan(step) else f", relative step {step:.3g}"
         return (f"{where}{RESULTS.describe(code)} (after {iters} iterations, "
-                f"max|F| = {float(norms[idx]):.3g})")
+                f"max|F| = {float(norms[idx]):.3g}{step})")
 
     def worst_index(self):
         """Index of the failed member with the largest residual (None if all converged)."""
@@ -106,9 +112,13 @@ def _as_index(index, shape) -> tuple:
     return tuple(np.unravel_index(int(index), shape))
 
 
-def make_solution(x, result, iterations, num_fev, num_jev, residual_norm) -> FlatSolution:
-    """Build a FlatSolution with consistent dtypes (``converged`` derived from ``result``)."""
+def make_solution(x, result, iterations, num_fev, num_jev, residual_norm,
+                  relative_step=None) -> FlatSolution:
+    """Build a FlatSolution with consistent dtypes (``converged`` derived from ``result``;
+    ``relative_step`` NaN when not given)."""
     result = jnp.asarray(result, dtype=jnp.int32)
+    if relative_step is None:
+        relative_step = jnp.full(jnp.shape(residual_norm), jnp.nan, jnp.result_type(x))
     return FlatSolution(
         x=x,
         result=result,
@@ -117,4 +127,5 @@ def make_solution(x, result, iterations, num_fev, num_jev, residual_norm) -> Fla
         num_fev=jnp.asarray(num_fev, dtype=jnp.int32),
         num_jev=jnp.asarray(num_jev, dtype=jnp.int32),
         residual_norm=jnp.asarray(residual_norm),
+        relative_step=jnp.asarray(relative_step),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from functools import partial
 from typing import Any, Callable, Optional
 
@@ -16,7 +17,8 @@ from ._implicit import implicit_solution
 from ._linear import AbstractLinearSolver
 from ._method import AbstractRootMethod, Continuation, FlatProblem, StepLimit
 from ._polyalgorithm import Default
-from ._solution import FlatSolution
+from ._precision import for_dtype
+from ._solution import FlatSolution, SolveError
 
 
 def linear_solver_of(method: AbstractRootMethod) -> AbstractLinearSolver:
@@ -36,15 +38,23 @@ def check_arguments(x0, solver) -> tuple[jax.Array, AbstractRootMethod]:
             f"got {type(solver).__name__}."
         )
     x0 = jnp.asarray(x0)
+    if jnp.issubdtype(x0.dtype, jnp.complexfloating):
+        raise ValueError(
+            f"x0 is complex ({x0.dtype}): unknowns must be real. Split each complex unknown "
+            "into its real and imaginary parts (two real unknowns, two real equations)."
+        )
     if not jnp.issubdtype(x0.dtype, jnp.floating):
         x0 = x0.astype(jnp.result_type(float))
-    return x0, method
+    if x0.shape[-1:] == (0,):
+        raise ValueError("x0 is empty: the system has no unknowns, so there is nothing to "
+                         "solve.")
+    return x0, for_dtype(method, x0.dtype)
 
 
 def solve_core(problem: FlatProblem, method: AbstractRootMethod, x0, params) -> FlatSolution:
     """One member: iterate without gradients, then attach the implicit derivative."""
     sol = method.solve(problem, lax.stop_gradient(x0), lax.stop_gradient(params))
-    x = implicit_solution(problem.fn, linear_solver_of(method), sol.x, params)
+    x = implicit_solution(problem.fn, linear_solver_of(method), sol.x, params, sol.converged)
     return dataclasses.replace(sol, x=x)
 
 
@@ -63,7 +73,8 @@ def solve_flat(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any = None
     ``solution.x`` by implicit differentiation). ``fn`` is a static argument of an internal
     ``jit``: pass the same function object to reuse the compiled solve. With ``throw=True``
     a failure raises ``SolveError``; inside a transform it is raised from a
-    ``jax.pure_callback`` and reaches the caller wrapped in JAX's runtime error.
+    ``jax.pure_callback`` and reaches the caller as ``jax.errors.JaxRuntimeError`` (not a
+    ``SolveError``: JAX wraps it) whose message holds the ``SolveError`` text.
     """
     x0, method = check_arguments(x0, solver)
     if x0.ndim != 1:
@@ -88,12 +99,25 @@ def raise_if_failed_anywhere(sol: FlatSolution) -> FlatSolution:
     return dataclasses.replace(sol, x=sol.x + jnp.expand_dims(token, -1) * 0.0)
 
 
+class _QuietSolveErrors(logging.Filter):
+    """Drop JAX's log record (a traceback on stderr) of a callback that raised our
+    ``SolveError``: the error itself still reaches the caller, so the log only repeats it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], SolveError))
+
+
+# JAX logs a failed pure_callback on this logger (a name, not an import: if it changes, the
+# filter does nothing and JAX's traceback shows again).
+logging.getLogger("jax._src.callback").addFilter(_QuietSolveErrors())
+
+
 def _host_check(dtype, result, iterations, residual_norm):
     """Runs on the host with concrete numpy values: raise SolveError for a failure."""
     result = np.asarray(result)
     ok = result == 0
     view = FlatSolution(np.zeros(result.shape + (0,)), result, ok, np.asarray(iterations),
                         np.zeros_like(result), np.zeros_like(result),
-                        np.asarray(residual_norm))
+                        np.asarray(residual_norm), np.full(result.shape, np.nan))
     view.raise_if_failed()
     return np.zeros(result.shape, dtype=dtype)

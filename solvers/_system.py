@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _equations, _kinds, _lowering, _objectwise, _pattern
+from . import _equations, _kind_count, _kinds, _lowering, _objectwise, _pattern
 from ._model_errors import LoweringError, SingularComponentError
 from ._sparsity import SparsityPattern
 from ._system_paths import Paths
@@ -242,6 +242,7 @@ class _Cached:
 
 
 def _evaluator(an, params, evaluation: str):
+    _kind_count.warn_if_kinds_multiply(an.kinds)
     if evaluation != "objectwise":
         try:
             groups = _lowering.plan(an)

@@ -12,9 +12,10 @@ from jax import lax
 from ._dense import DenseLU
 from ._line_search import half_sq_norm
 from ._linear import AbstractLinearSolver
-from ._method import (AbstractRootMethod, FlatProblem, check_count, code, freeze, initial_checks,
-                      max_abs, step_is_small)
-from ._newton import check_square
+from ._method import (AbstractRootMethod, FlatProblem, check_count, check_tolerances, code,
+                      freeze, initial_checks, jacobian_finite, max_abs, relative_step,
+                      step_is_small)
+from ._shape import check_square
 from ._result import RESULTS
 from ._solution import FlatSolution, make_solution
 
@@ -32,6 +33,7 @@ class _State(NamedTuple):
     num_jev: jax.Array
     result: jax.Array
     done: jax.Array
+    rel_step: jax.Array  # relative_step of the last Newton step
 
 
 class _Dogleg(NamedTuple):
@@ -82,6 +84,7 @@ class TrustRegion(AbstractRootMethod):
     def __post_init__(self):
         for name, minimum in (("max_steps", 1), ("max_shrinks", 0)):
             check_count(self, name, minimum)
+        check_tolerances(self, "rtol", "atol", "factor")
         if self.scaling not in SCALINGS:
             raise ValueError(f"TrustRegion scaling must be 'more', 'current' or 'none', "
                              f"got {self.scaling!r}.")
@@ -92,15 +95,16 @@ class TrustRegion(AbstractRootMethod):
     def run_scaled(self, problem: FlatProblem, x0, params: Any, active,
                    scaling) -> FlatSolution:
         """``run`` with the scaling given as an index into SCALINGS (may be traced)."""
-        check_square(problem.fn, x0, params, "TrustRegion")
+        check_square(problem.fn, x0, params, self)
         x0, f0, result, done = initial_checks(problem.fn, x0, params, active, self.atol)
         zero = jnp.zeros((), jnp.int32)
         state = _State(x0, f0, half_sq_norm(f0), jnp.full((), -1.0, x0.dtype),
-                       jnp.zeros_like(x0), zero, zero + 1, zero, result, done)
+                       jnp.zeros_like(x0), zero, zero + 1, zero, result, done,
+                       jnp.full((), jnp.nan, x0.dtype))
         state = lax.while_loop(lambda s: ~s.done,
                                lambda s: self._step(problem, params, s, scaling), state)
         return make_solution(state.x, state.result, state.steps, state.num_fev,
-                             state.num_jev, max_abs(state.f))
+                             state.num_jev, max_abs(state.f), state.rel_step)
 
     def _scale(self, op, old, scaling):
         """Variable scaling D: Moré's running maximum of the Jacobian's column norms
@@ -164,7 +168,9 @@ class TrustRegion(AbstractRootMethod):
             dog.newton, s.x, self.rtol))
         failure = jnp.where(ok, code(RESULTS.successful),
                             jnp.where(dog.newton_ok, code(RESULTS.local_minimum),
-                                      code(RESULTS.singular_jacobian)))
+                                      jnp.where(jacobian_finite(ls, op, s.x),
+                                                code(RESULTS.singular_jacobian),
+                                                code(RESULTS.nonfinite_jacobian))))
         failed = failure != int(RESULTS.successful)
         out_of_steps = steps >= self.max_steps
         result = jnp.where(converged, code(RESULTS.successful),
@@ -172,5 +178,6 @@ class TrustRegion(AbstractRootMethod):
                                      jnp.where(out_of_steps, code(RESULTS.max_steps_reached),
                                                code(RESULTS.successful))))
         new = _State(x, f, half_sq_norm(f), delta, scale, steps, s.num_fev + tries,
-                     s.num_jev + 1, result, converged | failed | out_of_steps)
+                     s.num_jev + 1, result, converged | failed | out_of_steps,
+                     jnp.where(dog.newton_ok, relative_step(dog.newton, s.x), jnp.inf))
         return freeze(s.done, s, new)

@@ -1,0 +1,47 @@
+"""Shape checks of ``F: (n,) -> (m,)`` against what a method can solve, with messages that
+name the method the caller chose and what to do instead."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+LEAST_SQUARES_HINT = (
+    "For more equations than unknowns, solve in the least-squares sense with "
+    "solver=solvers.LevenbergMarquardt() (solvers.solve(graph, solvers.LevenbergMarquardt()) "
+    "for a graph); it reports local_minimum unless the equations agree at a root."
+)
+UNDERDETERMINED_HINT = (
+    "Fewer equations than unknowns leave the unknowns undetermined, which no method here "
+    "solves: add equations, or make some unknowns parameters."
+)
+
+
+def method_name(method: Any) -> str:
+    """``solvers.Newton()``-style name of a method object (or a given name)."""
+    return method if isinstance(method, str) else f"solvers.{type(method).__name__}()"
+
+
+def check_shape(method: Any, m: int, n: int, least_squares: bool = False) -> None:
+    """Raise a clear error unless a method that solves square systems (and, with
+    ``least_squares``, over-determined ones) can take ``m`` equations in ``n`` unknowns."""
+    if n == 0:
+        raise ValueError("the system has no unknowns (x0 is empty): there is nothing to solve.")
+    if m == n or (least_squares and m > n):
+        return
+    hint = UNDERDETERMINED_HINT if m < n else LEAST_SQUARES_HINT
+    needs = "a square system" if not least_squares else "at least as many equations as unknowns"
+    raise ValueError(f"{method_name(method)} needs {needs}; got {m} equations in {n} "
+                     f"unknowns. {hint}")
+
+
+def check_square(fn, x0, params, method: Any, least_squares: bool = False) -> None:
+    """``check_shape`` of F at trace time, after checking that x0 and F(x0) are vectors."""
+    out = jax.eval_shape(fn, x0, params)
+    if x0.ndim != 1 or len(out.shape) != 1:
+        raise ValueError(
+            f"{method_name(method)} needs F: (n,) -> (m,) on flat vectors; got x0 of shape "
+            f"{x0.shape} and F(x0) of shape {out.shape}. Flatten the unknowns into one vector."
+        )
+    check_shape(method, out.shape[0], x0.shape[0], least_squares)

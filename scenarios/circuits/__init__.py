@@ -10,8 +10,9 @@ from .._errors import FormatError
 from . import _elements as elements
 from ._build import build_circuit, thermal_voltage
 from ._elements import Circuit
-from ._netlist import (GROUND, CurrentSource, DCSweep, Diode, DiodeModel, Netlist,
-                       OperatingPoint, Resistor, VoltageSource)
+from ._netlist import (GROUND, Capacitor, CurrentSource, DCSweep, Diode, DiodeModel,
+                       Inductor, Netlist, OperatingPoint, Resistor, Transient, VoltageSource,
+                       Waveform)
 from ._generate import (diode_ladder_netlist, diode_ladder_spice, grid_netlist,
                         grid_spice)
 from ._results import CircuitResult, CircuitSweep
@@ -22,9 +23,9 @@ from ._spice_reader import read_netlist
 from ._topology import CircuitError, FloatingNodeError, VoltageLoopError
 
 __all__ = [
-    "ATOL", "Circuit", "CircuitError", "CircuitResult", "CircuitSweep", "CurrentSource",
+    "ATOL", "Capacitor", "Circuit", "CircuitError", "CircuitResult", "CircuitSweep", "CurrentSource",
     "DCSweep", "Diode", "DiodeModel", "EXAMPLE", "FloatingNodeError", "FormatError", "GROUND",
-    "Netlist", "OperatingPoint", "RTOL", "Resistor", "VoltageLoopError", "VoltageSource",
+    "Inductor", "Netlist", "OperatingPoint", "RTOL", "Resistor", "VoltageLoopError", "VoltageSource",
     "build_circuit", "default_solver", "diode_ladder_netlist", "diode_ladder_spice", "elements",
     "format_spice_number", "grid_netlist", "grid_spice", "parse_spice_number", "read_netlist",
     "run", "solve_circuit", "source_path", "sweep_circuit", "thermal_voltage",

@@ -12,18 +12,19 @@ import os
 
 from .._errors import FormatError
 from .._source import read_source
-from ._netlist import (GROUND, CurrentSource, DCSweep, Diode, DiodeModel, Netlist,
-                       OperatingPoint, Resistor, VoltageSource)
+from ._netlist import (GROUND, Capacitor, CurrentSource, DCSweep, Diode, DiodeModel,
+                       Inductor, Netlist, OperatingPoint, Resistor, Transient, VoltageSource,
+                       Waveform, check_wave_params)
 from ._spice_numbers import parse_spice_number
 from ._spice_tokens import (_COMMENT, _SPECIAL, _AnyKey, _as_tokens, _skip_function,
                             _skip_numbers, _Tok, _tokens, _usage)
 
 __all__ = ["read_netlist"]
 
-_IGNORED_DOT = {".save", ".print", ".plot", ".probe", ".width", ".tran", ".ac", ".noise",
+_IGNORED_DOT = {".save", ".print", ".plot", ".probe", ".width", ".ac", ".noise",
                 ".tf", ".sens", ".four", ".meas", ".measure", ".disto", ".pz", ".nodeset",
                 ".global", ".csparam", ".echo"}
-_UNSUPPORTED_DOT = {".param", ".func", ".include", ".inc", ".lib", ".subckt", ".ends", ".ic",
+_UNSUPPORTED_DOT = {".param", ".func", ".include", ".inc", ".lib", ".subckt", ".ends",
                     ".if", ".elseif", ".else", ".endif", ".step", ".alter", ".endl"}
 _TRANSIENT = {"PULSE", "SIN", "EXP", "PWL", "SFFM", "AM", "TRNOISE", "TRRANDOM"}
 # Diode parameters with no effect on the DC solution at TEMP = TNOM (kept in DiodeModel.params).
@@ -53,6 +54,7 @@ class _Reader:
         self.analyses: list = []
         self.options: dict[str, float | str | bool] = {}
         self.temperature: float | None = None
+        self.initial: dict[str, float] = {}
         self.title = ""
         self.nodes: dict[str, str] = {}
         self.lines_read = 0
@@ -121,11 +123,11 @@ class _Reader:
         head = card[0]
         if head.text.startswith("."):
             return self._dot(card)
-        handler = {"R": self._resistor, "D": self._diode, "V": self._source,
-                   "I": self._source}.get(head.text[0].upper())
+        handler = {"R": self._resistor, "C": self._storage, "L": self._storage,
+                   "D": self._diode, "V": self._source, "I": self._source}.get(head.text[0].upper())
         if handler is None:
             raise self.error(head, f"element {head.text!r}: type '{head.text[0].upper()}' is "
-                                   "not supported", "only R, D, V and I elements are supported")
+                                   "not supported", "only R, C, L, D, V and I elements are supported")
         key = head.text.lower()
         if key in self.element_lines:
             raise self.error(head, f"duplicate element name {head.text!r} (first defined on "
@@ -190,6 +192,33 @@ class _Reader:
                              "use a voltage source of 0 V for a short circuit")
         return Resistor(name, n1, n2, value)
 
+    def _storage(self, card: list[_Tok]) -> Capacitor | Inductor:
+        """``Cname n1 n2 value`` / ``Lname n1 n2 value`` (``m=`` multiplier allowed)."""
+        name = card[0].text
+        n1, n2 = self._node(card, 1, "node 1"), self._node(card, 2, "node 2")
+        positional, params = self._params(card[3:], {"m"})
+        if len(positional) != 1:
+            raise self.error(card[-1], f"{name}: expected one value after the nodes",
+                             f"write '{name} n1 n2 value' (an initial value goes on a .ic card)")
+        value = self._number(positional[0], f"{name} value")
+        capacitor = name[0].upper() == "C"
+        if "m" in params:
+            m = self._number(params["m"], f"{name} multiplier m")
+            value = value * m if capacitor else value / m
+        if not (value > 0 and value < float("inf")):
+            raise self.error(positional[0], f"{name}: value must be positive and finite")
+        return (Capacitor if capacitor else Inductor)(name, n1, n2, value)
+
+    def _waveform(self, name: str, rest: list[_Tok], i: int) -> tuple[Waveform, int]:
+        """``KIND(p1 p2 ...)`` or ``KIND p1 p2 ...`` starting at ``rest[i]``."""
+        kind, end = rest[i].text.upper(), _skip_function(rest, i + 1)
+        values = [self._number(t, f"{name} {kind} parameter") for t in rest[i + 1:end]
+                  if t.text not in "()"]
+        problem = check_wave_params(kind, tuple(values))
+        if problem is not None:
+            raise self.error(rest[i], f"{name}: {problem}", f"see ngspice's manual for {kind}")
+        return Waveform(kind, tuple(values)), end
+
     def _diode(self, card: list[_Tok]) -> Diode:
         name = card[0].text
         anode, cathode = self._node(card, 1, "anode"), self._node(card, 2, "cathode")
@@ -213,7 +242,7 @@ class _Reader:
     def _source(self, card: list[_Tok]) -> VoltageSource | CurrentSource:
         name = card[0].text
         pos, neg = self._node(card, 1, "+ node"), self._node(card, 2, "- node")
-        dc, transient, rest, i = None, False, card[3:], 0
+        dc, wave, rest, i = None, None, card[3:], 0
         while i < len(rest):
             word = rest[i].text.upper()
             if word == "DC":
@@ -225,17 +254,14 @@ class _Reader:
             elif word in ("AC", "DISTOF1", "DISTOF2"):
                 i = _skip_numbers(rest, i + 1, 2)
             elif word in _TRANSIENT:
-                transient, i = True, _skip_function(rest, i + 1)
+                wave, i = self._waveform(name, rest, i)
             elif dc is None and parse_spice_number(rest[i].text) is not None:
                 dc, i = self._number(rest[i], f"{name} value"), i + 1
             else:
                 raise self.error(rest[i], f"{name}: unexpected {rest[i].text!r}",
                                  f"write '{_usage(name)}'")
-        if dc is None and transient:
-            raise self.error(card[0], f"{name}: only a transient waveform is given",
-                             "add 'DC value' for the DC operating point")
         cls = VoltageSource if name[0].upper() == "V" else CurrentSource
-        return cls(name, pos, neg, 0.0 if dc is None else dc)
+        return cls(name, pos, neg, 0.0 if dc is None else dc, wave)
 
     def _params(self, tokens: list[_Tok], allowed: set[str]):
         """Split ``key = value`` pairs from positional tokens; refuse keys not in ``allowed``."""
@@ -262,7 +288,8 @@ class _Reader:
         command = head.text.lower()
         handlers = {".model": self._model, ".op": self._op, ".dc": self._dc,
                     ".options": self._options, ".option": self._options, ".opt": self._options,
-                    ".temp": self._temp, ".title": self._title}
+                    ".temp": self._temp, ".title": self._title, ".tran": self._tran,
+                    ".ic": self._ic}
         if command in handlers:
             handlers[command](card)
         elif command in _UNSUPPORTED_DOT:
@@ -270,7 +297,8 @@ class _Reader:
                                    "solution)", "expand it into plain R, D, V, I elements")
         elif command not in _IGNORED_DOT:
             raise self.error(head, f"unknown dot-command {head.text!r}",
-                             "supported: .model .op .dc .options .temp .title .end .control")
+                             "supported: .model .op .dc .tran .ic .options .temp .title .end "
+                             ".control")
 
     def _model(self, card: list[_Tok]) -> None:
         if len(card) < 3:
@@ -324,6 +352,35 @@ class _Reader:
             number = parse_spice_number(tok.text)
             self.options[key] = tok.text if number is None else number
 
+    def _tran(self, card: list[_Tok]) -> None:
+        words = [t for t in card[1:] if t.text.lower() != "uic"]
+        if not 2 <= len(words) <= 4:
+            raise self.error(card[0], ".tran needs tstep tstop [tstart [tmax]]",
+                             "write '.tran 1u 1m' (output every 1 us up to 1 ms)")
+        values = [self._number(t, ".tran " + what) for t, what in
+                  zip(words, ("tstep", "tstop", "tstart", "tmax"))]
+        tstep, tstop = values[0], values[1]
+        tstart = values[2] if len(values) > 2 else 0.0
+        if not (tstep > 0 and 0 <= tstart < tstop):
+            raise self.error(card[0], f".tran {tstep:g} {tstop:g}: need tstep > 0 and "
+                                      "0 <= tstart < tstop", "fix the times")
+        tmax = values[3] if len(values) > 3 else None
+        self.analyses.append(Transient(tstep, tstop, tstart, tmax,
+                                       any(t.text.lower() == "uic" for t in card[1:])))
+
+    def _ic(self, card: list[_Tok]) -> None:
+        """``.ic v(node)=value ...``."""
+        toks, i = card[1:], 0
+        while i < len(toks):
+            ok = (i + 5 < len(toks) + 0 and toks[i].text.lower() == "v" and toks[i + 1].text == "("
+                  and toks[i + 3].text == ")" and toks[i + 4].text == "=")
+            if not ok:
+                raise self.error(toks[i], f".ic: expected v(node)=value, got {toks[i].text!r}",
+                                 "write '.ic v(out)=1.5 v(n2)=0'")
+            node = self._name(toks[i + 2].text)
+            self.initial[node] = self._number(toks[i + 5], f".ic v({node})")
+            i += 6
+
     def _temp(self, card: list[_Tok]) -> None:
         if len(card) != 2:
             raise self.error(card[0], ".temp needs exactly one temperature",
@@ -356,8 +413,12 @@ class _Reader:
             temp_option = self.options.get("temp", 27.0)
             temperature = temp_option if isinstance(temp_option, float) else 27.0
         models = {m.name: m for m, _ in self.models.values()}
+        for node in self.initial:
+            if node not in self.nodes.values():
+                raise self.error(self.lines_read, f".ic names node {node!r}, which no element "
+                                                  "connects", "fix the node name")
         return Netlist(self.title, tuple(elements), models, tuple(analyses), self.options,
-                       temperature)
+                       temperature, self.initial)
 
 
     def _model_of(self, diode: Diode) -> Diode:

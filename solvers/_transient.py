@@ -119,8 +119,12 @@ def _error(cfg, order, hist_t, hist_x, n_pts, t1, x1, h, atol):
     return jnp.where(enough, jnp.max(jnp.abs(lte) / scale), 0.0)
 
 
+BUFFERS = ("ys", "k", "rec_t", "rec_x", "rec_order", "g_idx", "g_w")
+
+
 def step(problem, cfg, ls, params, grid, t_end, hmin, atol, s: State) -> State:
-    """One attempted step (accepted or rejected)."""
+    """One attempted step (accepted or rejected; nothing changes once ``s.done``). The
+    buffers are written only where a step is accepted (masked indices, no copies)."""
     use_trap = (cfg.order == 2) & (s.n_hist >= HIST)
     order = jnp.where(use_trap, 2, 1)
     h = jnp.minimum(s.h, cfg.hmax)
@@ -135,26 +139,33 @@ def step(problem, cfg, ls, params, grid, t_end, hmin, atol, s: State) -> State:
     x1, ok, iters = newton(problem, cfg, ls, x_pred, (p1, s.q, s.qd, a, b), atol)
     err = _error(cfg, order, s.hist_t, s.hist_x, s.n_pts, t1, x1, h, atol)
     ok = ok & jnp.isfinite(err)
-    accept = ok & (err <= 1.0)
+    accept = ok & (err <= 1.0) & ~s.done
     factor = jnp.clip(0.9 * jnp.where(err > 0, err, 1e-30) ** (-1.0 / (order + 1.0)), 0.2, 2.0)
     h_next = jnp.where(ok, h * factor, h / 8.0)
-    new = _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, grid)
+    new = _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, grid, accept)
     new = new._replace(n_newton=s.n_newton + iters)
     rejected = s._replace(h=h_next, n_rej=s.n_rej + 1, n_newton=s.n_newton + iters)
-    out = jax.tree_util.tree_map(lambda u, v: jnp.where(accept, u, v), new, rejected)
-    return _finish(cfg, out, t_end, hmin)
+    out = _finish(cfg, _select(accept, new, rejected, new), t_end, hmin)
+    return _select(s.done, s, out, out)
 
 
-def _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, grid) -> State:
+def _select(cond, a: State, b: State, written: State) -> State:
+    """``a`` where ``cond`` else ``b`` for the small fields; the buffers of ``written``."""
+    return State(*[getattr(written, f) if f in BUFFERS
+                   else jnp.where(cond, getattr(a, f), getattr(b, f)) for f in State._fields])
+
+
+def _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, grid, accept) -> State:
     q1 = problem.charge(x1, p1)
     qd1 = a * (q1 - s.q) - b * s.qd
     hist_t = jnp.concatenate([t1[None], s.hist_t[:-1]])
     hist_x = jnp.concatenate([x1[None], s.hist_x[:-1]])
     n_acc = s.n_acc + 1
-    ys, k, g_idx, g_w = _fill_grid(s, grid, t1, x1, n_acc)
-    rec_t = s.rec_t.at[n_acc].set(t1)
-    rec_x = s.rec_x.at[n_acc].set(x1) if cfg.save_steps else s.rec_x
-    rec_order = s.rec_order.at[n_acc - 1].set(order.astype(jnp.int8))
+    ys, k, g_idx, g_w = _fill_grid(s, grid, t1, x1, n_acc, accept)
+    at = jnp.where(accept, n_acc, cfg.max_steps + 2)  # out of bounds: dropped
+    rec_t = s.rec_t.at[at].set(t1, mode="drop")
+    rec_x = s.rec_x.at[at].set(x1, mode="drop") if cfg.save_steps else s.rec_x
+    rec_order = s.rec_order.at[at - 1].set(order.astype(jnp.int8), mode="drop")
     bp = jnp.minimum(jnp.where(land, problem.next_breakpoint(p1, t1), s.bp), grid[-1])
     restart = 0.1 * jnp.minimum(h, bp - t1)
     return s._replace(
@@ -164,7 +175,7 @@ def _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, grid) -
         rec_x=rec_x, rec_order=rec_order, g_idx=g_idx, g_w=g_w)
 
 
-def _fill_grid(s: State, grid, t1, x1, n_acc):
+def _fill_grid(s: State, grid, t1, x1, n_acc, accept):
     """Write every grid point in (t, t1] from the polynomial through the new point and the
     history since the last breakpoint (at most cubic)."""
     ts = jnp.concatenate([t1[None], s.hist_t])
@@ -180,7 +191,7 @@ def _fill_grid(s: State, grid, t1, x1, n_acc):
 
     def more(c):
         k = c[1]
-        return (k < n_grid) & (grid[jnp.minimum(k, n_grid - 1)] <= t1)
+        return accept & (k < n_grid) & (grid[jnp.minimum(k, n_grid - 1)] <= t1)
 
     return lax.while_loop(more, body, (s.ys, s.k, s.g_idx, s.g_w))
 
@@ -201,11 +212,8 @@ def integrate(problem, cfg, ls, params, x0, start_ok, grid, t0, h0, hmin, atol) 
     t_end = grid[-1]
     s = init_state(problem, cfg, params, x0, grid, t0, t_end, h0, start_ok)
 
-    def body(s):
-        new = step(problem, cfg, ls, params, grid, t_end, hmin, atol, s)
-        return jax.tree_util.tree_map(lambda u, v: jnp.where(s.done, u, v), s, new)
-
-    return lax.while_loop(lambda s: ~s.done, body, s)
+    return lax.while_loop(lambda s: ~s.done,
+                          lambda s: step(problem, cfg, ls, params, grid, t_end, hmin, atol, s), s)
 
 
 def replay(problem, ls, params, x0, s: State, n_steps: int) -> jax.Array:

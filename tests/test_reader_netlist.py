@@ -185,7 +185,7 @@ def test_generated_netlists_round_trip(netlist: Netlist) -> None:
 
 ERRORS = [
     ("Q1 1 2 3 npn", 2, "Q1"),
-    ("L1 1 0 1m", 2, "'L'"),
+    ("Q1 1 0 1m", 2, "'Q'"),
     (".foo bar", 2, "unknown dot-command '.foo'"),
     (".param x=1", 2, ".param"),
     (".include other.cir", 2, ".include"),

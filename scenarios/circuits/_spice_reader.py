@@ -1,8 +1,9 @@
-"""Reader for the SPICE (ngspice) netlist subset that defines a DC problem.
+"""Reader for the SPICE (ngspice) netlist subset that defines a DC or transient problem.
 
 Supported: title line, ``*`` comment lines, ``;`` / ``$`` / ``//`` inline comments, ``+``
-continuation lines, case-insensitive element letters and dot-commands, ``R``, ``D``, ``V``,
-``I`` elements, ``.model NAME D(...)``, ``.op``, ``.dc``, ``.options``/``.option``/``.opt``,
+continuation lines, case-insensitive element letters and dot-commands, ``R``, ``C``, ``L``,
+``D``, ``V``, ``I`` elements (sources with PULSE/SIN/EXP/PWL waveforms), ``.model NAME D(...)``,
+``.op``, ``.dc``, ``.tran``, ``.ic``, ``.options``/``.option``/``.opt``,
 ``.temp``, ``.title``, ``.end``, ``.control``...``.endc`` (skipped), output/other-analysis
 commands (ignored). Anything else that could change the DC solution is a FormatError.
 """
@@ -372,13 +373,15 @@ class _Reader:
         """``.ic v(node)=value ...``."""
         toks, i = card[1:], 0
         while i < len(toks):
-            ok = (i + 5 < len(toks) + 0 and toks[i].text.lower() == "v" and toks[i + 1].text == "("
+            ok = (i + 5 < len(toks) and toks[i].text.lower() == "v" and toks[i + 1].text == "("
                   and toks[i + 3].text == ")" and toks[i + 4].text == "=")
             if not ok:
                 raise self.error(toks[i], f".ic: expected v(node)=value, got {toks[i].text!r}",
                                  "write '.ic v(out)=1.5 v(n2)=0'")
             node = self._name(toks[i + 2].text)
             self.initial[node] = self._number(toks[i + 5], f".ic v({node})")
+            if not abs(self.initial[node]) < float("inf"):
+                raise self.error(toks[i + 5], f".ic v({node}) must be finite")
             i += 6
 
     def _temp(self, card: list[_Tok]) -> None:

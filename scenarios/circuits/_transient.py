@@ -82,13 +82,14 @@ def _option(netlist: Netlist, name: str, default: float) -> float:
 
 
 def integrator_for(netlist: Netlist, system: solvers.System, tran: Transient,
-                   max_steps: int = 200000) -> solvers.Integrator:
-    """The ``solvers.Integrator`` of a deck: its tolerances, ``tmax`` as the largest step."""
+                   max_steps: int = 200000, save_steps: bool = False) -> solvers.Integrator:
+    """The ``solvers.Integrator`` of a deck: its tolerances, ``tmax`` as the largest step.
+    ``save_steps`` keeps every accepted state (needed for gradients; memory max_steps x n)."""
     vntol, abstol = _option(netlist, "vntol", 1e-6), _option(netlist, "abstol", 1e-12)
     atol = tuple(vntol if path.endswith(".v") else abstol for path in system.unknown_paths())
     return solvers.Integrator(rtol=_option(netlist, "reltol", 1e-3), atol=atol,
                               lte_factor=_option(netlist, "trtol", 7.0), hmax=tran.step_limit(),
-                              max_steps=max_steps)
+                              max_steps=max_steps, save_steps=save_steps)
 
 
 def _start(netlist: Netlist, tran: Transient) -> tuple[dict, str]:

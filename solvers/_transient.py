@@ -95,7 +95,7 @@ def init_state(problem, cfg, params, x0, grid, t0, t_end, h0, start_ok) -> State
     g_idx = jnp.zeros((n_grid, HIST + 1), jnp.int32)
     g_w = jnp.zeros((n_grid, HIST + 1), dtype).at[:, 0].set(start.astype(dtype))
     zero = jnp.zeros((), jnp.int32)
-    bp = jnp.minimum(problem.next_breakpoint(problem.at(params, t0), t0), t_end)
+    bp = jnp.minimum(_next_break(problem, problem.at(params, t0), t0, t_end), t_end)
     return State(t0, h0, x0, q0, jnp.zeros_like(q0), jnp.full((HIST,), t0, dtype),
                  jnp.broadcast_to(x0, (HIST, n)), zero + 1, zero + 1, bp, zero, zero, zero,
                  jnp.where(start_ok, _code(R.successful), _code(R.initial_point_failed)),
@@ -103,6 +103,12 @@ def init_state(problem, cfg, params, x0, grid, t0, t_end, h0, start_ok) -> State
                  jnp.zeros((S + 1,), dtype).at[0].set(t0),
                  jnp.zeros((keep, n), dtype).at[0].set(x0), jnp.zeros((S,), jnp.int8),
                  g_idx, g_w)
+
+
+def _next_break(problem, params, t, t_end):
+    """The next breakpoint, ignoring corners within a relative 1e-12 of the span after ``t``
+    (the same corner computed another way, e.g. a pulse's end at the next period's start)."""
+    return problem.next_breakpoint(params, t + 1e-12 * jnp.maximum(jnp.abs(t_end), jnp.abs(t)))
 
 
 def _error(cfg, order, hist_t, hist_x, n_pts, t1, x1, h, atol):
@@ -166,7 +172,7 @@ def _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, grid, a
     rec_t = s.rec_t.at[at].set(t1, mode="drop")
     rec_x = s.rec_x.at[at].set(x1, mode="drop") if cfg.save_steps else s.rec_x
     rec_order = s.rec_order.at[at - 1].set(order.astype(jnp.int8), mode="drop")
-    bp = jnp.minimum(jnp.where(land, problem.next_breakpoint(p1, t1), s.bp), grid[-1])
+    bp = jnp.minimum(jnp.where(land, _next_break(problem, p1, t1, grid[-1]), s.bp), grid[-1])
     restart = 0.1 * jnp.minimum(h, bp - t1)
     return s._replace(
         t=t1, h=jnp.where(land, restart, h_next), x=x1, q=q1, qd=qd1, hist_t=hist_t,

@@ -70,9 +70,10 @@ class TransientSolution:
     """A transient's output on the requested times, its accepted steps and how it went.
 
     ``t`` (G,) and ``x`` (..., G, n) the states on the grid; ``result`` (TRANSIENT_RESULTS
-    codes), ``n_steps``/``n_rejected``/``n_newton`` per member; ``steps_t`` (..., S + 1)
-    the accepted times (first ``n_steps + 1`` valid), ``steps_x`` their states (when
-    ``Integrator(save_steps=True)``), ``steps_order`` 1 (backward Euler) or 2 per step.
+    codes), ``n_steps``/``n_rejected``/``n_newton`` per member. With
+    ``Integrator(save_steps=True)`` (else length 1): ``steps_t`` (..., S + 1) the accepted
+    times (first ``n_steps + 1`` valid), ``steps_x`` their states, ``steps_order`` 1
+    (backward Euler) or 2 per step.
     """
 
     t: jax.Array
@@ -158,7 +159,9 @@ def _run(problem, cfg, ls, dc_method, initial, params, x0, grid, t0):
         start, ok = flat.x, flat.converged
     else:
         start, ok = lax.stop_gradient(x0), jnp.asarray(True)
-    s = _transient.integrate(problem, cfg, ls, frozen, start, ok, grid, t0, h0, hmin, atol)
+    mask = jnp.asarray(problem.lowered.differential)
+    s = _transient.integrate(problem, cfg, ls, frozen, start, ok, grid, t0, h0, hmin, atol,
+                             mask)
     if cfg.save_steps:
         x_start = (_transient.start_root(problem, ls, params, start, t0) if initial == "dc"
                    else x0)
@@ -230,9 +233,15 @@ def simulate_batch(graph: Any, values: Mapping[Any, Any], t_eval, *, t0=None,
     system, cfg, ls, dc = _prepare(system, t_eval, integrator, initial, evaluation, size, dc_solver)
     grid, start = _grid(t_eval, t0)
     problem = TransientProblem(system, keys)
-    run = jax.vmap(lambda v: _run(problem, cfg, ls, dc, initial, (system.params, v),
-                                  system.x0, grid, start))
-    return _solution(system, grid, run(batched), throw)
+    out = _run_batch(problem, cfg, ls, dc, initial, system.params, batched, system.x0, grid,
+                     start)
+    return _solution(system, grid, out, throw)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
+def _run_batch(problem, cfg, ls, dc_method, initial, base, values, x0, grid, t0):
+    return jax.vmap(lambda v: _run(problem, cfg, ls, dc_method, initial, (base, v), x0, grid,
+                                   t0))(values)
 
 
 def _solution(system, grid, out, throw) -> TransientSolution:

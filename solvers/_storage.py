@@ -104,7 +104,10 @@ class Lowered:
         rows, cols, _ = system.sparsity()
         q_rows, q_cols = _pattern.grouped(an, self.charge)
         self.pattern = _pattern.unique([rows, q_rows], [cols, q_cols], system.m, system.n)
-        self.n_charged = len(q_rows)
+        #: the unknowns the stored quantities depend on (the differential ones): the
+        #: integrator's error test looks at these only, as SPICE's looks at charges and fluxes
+        self.differential = np.zeros(system.n, bool)
+        self.differential[q_cols] = True
 
     def with_time(self, params: dict, t) -> dict:
         """``params`` with every clock set to ``t``."""

@@ -41,8 +41,9 @@ class State(NamedTuple):
     done: jax.Array
     ys: jax.Array  # (G, n) output on the grid
     k: jax.Array  # next grid point to fill
+    # the record of the accepted steps for replay (length 1 unless cfg.save_steps):
     rec_t: jax.Array  # (S + 1,) accepted times
-    rec_x: jax.Array  # (S + 1, n) accepted states (length 1 unless saved)
+    rec_x: jax.Array  # (S + 1, n) accepted states
     rec_order: jax.Array  # (S,) 1 or 2 per accepted step
     g_idx: jax.Array  # (G, HIST + 1) steps interpolated for each grid point
     g_w: jax.Array  # (G, HIST + 1) their weights
@@ -89,19 +90,21 @@ def init_state(problem, cfg, params, x0, grid, t0, t_end, h0, start_ok) -> State
     dtype, n_grid = x0.dtype, grid.shape[0]
     n, S = x0.shape[0], cfg.max_steps
     q0 = problem.charge(x0, problem.at(params, t0))
-    keep = S + 1 if cfg.save_steps else 1
+    # Without saved steps the record buffers shrink to one entry: a batched while_loop
+    # selects its whole carry at every iteration, so their size would cost time.
+    keep, grid_keep = (S + 1, n_grid) if cfg.save_steps else (1, 1)
     start = grid <= t0
     ys = jnp.where(start[:, None], x0[None, :], jnp.nan)
-    g_idx = jnp.zeros((n_grid, HIST + 1), jnp.int32)
-    g_w = jnp.zeros((n_grid, HIST + 1), dtype).at[:, 0].set(start.astype(dtype))
+    g_idx = jnp.zeros((grid_keep, HIST + 1), jnp.int32)
+    g_w = jnp.zeros((grid_keep, HIST + 1), dtype).at[:, 0].set(start[:grid_keep].astype(dtype))
     zero = jnp.zeros((), jnp.int32)
     bp = jnp.minimum(_next_break(problem, problem.at(params, t0), t0, t_end), t_end)
     return State(t0, h0, x0, q0, jnp.zeros_like(q0), jnp.full((HIST,), t0, dtype),
                  jnp.broadcast_to(x0, (HIST, n)), zero + 1, zero + 1, bp, zero, zero, zero,
                  jnp.where(start_ok, _code(R.successful), _code(R.initial_point_failed)),
                  ~start_ok, ys, jnp.sum(start).astype(jnp.int32),
-                 jnp.zeros((S + 1,), dtype).at[0].set(t0),
-                 jnp.zeros((keep, n), dtype).at[0].set(x0), jnp.zeros((S,), jnp.int8),
+                 jnp.zeros((keep,), dtype).at[0].set(t0),
+                 jnp.zeros((keep, n), dtype).at[0].set(x0), jnp.zeros((max(keep - 1, 1),), jnp.int8),
                  g_idx, g_w)
 
 
@@ -111,10 +114,11 @@ def _next_break(problem, params, t, t_end):
     return problem.next_breakpoint(params, t + 1e-12 * jnp.maximum(jnp.abs(t_end), jnp.abs(t)))
 
 
-def _error(cfg, order, hist_t, hist_x, n_pts, t1, x1, h, atol):
-    """Scaled local truncation error (<= 1 passes) of a step of ``order``; 0 when the
-    history is too short to estimate it. The first steps after a breakpoint use points
-    before it: the kink inflates the estimate, so these steps are conservative (as SPICE)."""
+def _error(cfg, order, hist_t, hist_x, n_pts, t1, x1, h, atol, mask):
+    """Scaled local truncation error (<= 1 passes) of a step of ``order`` over the unknowns
+    in ``mask`` (the differential ones); 0 when the history is too short to estimate it.
+    The first steps after a breakpoint use points before it: the kink inflates the
+    estimate, so these steps are conservative (as SPICE's)."""
     ts = jnp.concatenate([t1[None], hist_t])
     xs = jnp.concatenate([x1[None], hist_x])
     scale = cfg.lte_factor * (atol + cfg.rtol * jnp.maximum(jnp.abs(x1), jnp.abs(hist_x[0])))
@@ -122,13 +126,14 @@ def _error(cfg, order, hist_t, hist_x, n_pts, t1, x1, h, atol):
     dd3 = divided_difference(ts, xs, 4) * h ** 3 * 0.5  # trapezoidal: h^3 x'''/12
     lte = jnp.where(order == 1, dd2, dd3)
     enough = n_pts + 1 >= order + 2
-    return jnp.where(enough, jnp.max(jnp.abs(lte) / scale), 0.0)
+    ratio = jnp.where(mask, jnp.abs(lte) / scale, 0.0)
+    return jnp.where(enough, jnp.max(ratio, initial=0.0), 0.0)
 
 
 BUFFERS = ("ys", "k", "rec_t", "rec_x", "rec_order", "g_idx", "g_w")
 
 
-def step(problem, cfg, ls, params, grid, t_end, hmin, atol, s: State) -> State:
+def step(problem, cfg, ls, params, grid, t_end, hmin, atol, mask, s: State) -> State:
     """One attempted step (accepted or rejected; nothing changes once ``s.done``). The
     buffers are written only where a step is accepted (masked indices, no copies)."""
     use_trap = (cfg.order == 2) & (s.n_hist >= HIST)
@@ -143,7 +148,7 @@ def step(problem, cfg, ls, params, grid, t_end, hmin, atol, s: State) -> State:
     b = jnp.where(use_trap, 1.0, 0.0)
     p1 = problem.at(params, t1)
     x1, ok, iters = newton(problem, cfg, ls, x_pred, (p1, s.q, s.qd, a, b), atol)
-    err = _error(cfg, order, s.hist_t, s.hist_x, s.n_pts, t1, x1, h, atol)
+    err = _error(cfg, order, s.hist_t, s.hist_x, s.n_pts, t1, x1, h, atol, mask)
     ok = ok & jnp.isfinite(err)
     accept = ok & (err <= 1.0) & ~s.done
     factor = jnp.clip(0.9 * jnp.where(err > 0, err, 1e-30) ** (-1.0 / (order + 1.0)), 0.2, 2.0)
@@ -167,11 +172,13 @@ def _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, grid, a
     hist_t = jnp.concatenate([t1[None], s.hist_t[:-1]])
     hist_x = jnp.concatenate([x1[None], s.hist_x[:-1]])
     n_acc = s.n_acc + 1
-    ys, k, g_idx, g_w = _fill_grid(s, grid, t1, x1, n_acc, accept)
+    ys, k, g_idx, g_w = _fill_grid(s, grid, t1, x1, n_acc, accept, cfg.save_steps)
     at = jnp.where(accept, n_acc, cfg.max_steps + 2)  # out of bounds: dropped
-    rec_t = s.rec_t.at[at].set(t1, mode="drop")
-    rec_x = s.rec_x.at[at].set(x1, mode="drop") if cfg.save_steps else s.rec_x
-    rec_order = s.rec_order.at[at - 1].set(order.astype(jnp.int8), mode="drop")
+    rec_t, rec_x, rec_order = s.rec_t, s.rec_x, s.rec_order
+    if cfg.save_steps:
+        rec_t = rec_t.at[at].set(t1, mode="drop")
+        rec_x = rec_x.at[at].set(x1, mode="drop")
+        rec_order = rec_order.at[at - 1].set(order.astype(jnp.int8), mode="drop")
     bp = jnp.minimum(jnp.where(land, _next_break(problem, p1, t1, grid[-1]), s.bp), grid[-1])
     restart = 0.1 * jnp.minimum(h, bp - t1)
     return s._replace(
@@ -181,7 +188,7 @@ def _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, grid, a
         rec_x=rec_x, rec_order=rec_order, g_idx=g_idx, g_w=g_w)
 
 
-def _fill_grid(s: State, grid, t1, x1, n_acc, accept):
+def _fill_grid(s: State, grid, t1, x1, n_acc, accept, record: bool):
     """Write every grid point in (t, t1] from the polynomial through the new point and the
     history since the last breakpoint (at most cubic)."""
     ts = jnp.concatenate([t1[None], s.hist_t])
@@ -193,7 +200,9 @@ def _fill_grid(s: State, grid, t1, x1, n_acc, accept):
     def body(c):
         ys, k, g_idx, g_w = c
         w = lagrange_weights(ts, valid, grid[k])
-        return (ys.at[k].set(w @ xs), k + 1, g_idx.at[k].set(idx), g_w.at[k].set(w))
+        if record:
+            g_idx, g_w = g_idx.at[k].set(idx), g_w.at[k].set(w)
+        return ys.at[k].set(w @ xs), k + 1, g_idx, g_w
 
     def more(c):
         k = c[1]
@@ -213,13 +222,14 @@ def _finish(cfg, s: State, t_end, hmin) -> State:
     return s._replace(result=result, done=ended | full | tiny | bad)
 
 
-def integrate(problem, cfg, ls, params, x0, start_ok, grid, t0, h0, hmin, atol) -> State:
+def integrate(problem, cfg, ls, params, x0, start_ok, grid, t0, h0, hmin, atol, mask) -> State:
     """The whole time loop for one member from ``x0`` at ``t0`` to ``grid[-1]``."""
     t_end = grid[-1]
     s = init_state(problem, cfg, params, x0, grid, t0, t_end, h0, start_ok)
 
-    return lax.while_loop(lambda s: ~s.done,
-                          lambda s: step(problem, cfg, ls, params, grid, t_end, hmin, atol, s), s)
+    return lax.while_loop(
+        lambda s: ~s.done,
+        lambda s: step(problem, cfg, ls, params, grid, t_end, hmin, atol, mask, s), s)
 
 
 def replay(problem, ls, params, x0, s: State, n_steps: int) -> jax.Array:

@@ -146,3 +146,13 @@ def test_charge_must_return_pairs():
     graph = Circuit(Ramp(a, solvers.Clock(), 1.0), Resistor(a, b, 1.0), Bad(b))
     with pytest.raises(solvers.ModelError, match="pairs"):
         solvers.simulate(graph, T)
+
+
+def test_new_values_of_one_structure_do_not_recompile():
+    from solvers import _simulate
+
+    solvers.simulate(rc(), T, integrator=CFG)
+    before = _simulate._run._cache_size()
+    sol = solvers.simulate(rc(r=2e3, c=2e-6, v1=3.0), T, integrator=CFG)
+    assert _simulate._run._cache_size() == before
+    np.testing.assert_allclose(np.asarray(sol.x)[:, 2], 3.0 * exact(T, 4e-3), atol=3e-5)

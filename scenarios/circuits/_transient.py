@@ -3,8 +3,8 @@
 Tolerances come from ``.options`` as ngspice reads them: ``reltol`` (default 1e-3) is the
 relative tolerance of every unknown, ``vntol`` (1e-6 V) the absolute one of node voltages,
 ``abstol`` (1e-12 A) that of branch currents, ``trtol`` (7) loosens the truncation-error
-test as ngspice's does; ``chgtol`` has no counterpart (errors are estimated on the unknowns,
-not on charges) and is ignored. Without ``.ic`` the run starts from the DC operating point
+test as ngspice's does; ``chgtol`` has no counterpart (errors are estimated on the voltages
+and currents that charges and fluxes depend on, not on the charges) and is ignored. Without ``.ic`` the run starts from the DC operating point
 with every source at its t = 0 value; ``.ic v(n)=...`` holds those nodes during that
 operating point (ngspice without UIC), and ``uic`` starts from the given values at once.
 """

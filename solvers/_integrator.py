@@ -9,6 +9,7 @@ import math
 from typing import Optional
 
 import jax.numpy as jnp
+import numpy as np
 
 from ._linear import AbstractLinearSolver
 
@@ -84,8 +85,8 @@ class Integrator:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"Integrator({name}=...) must be an integer >= 1, got {value!r}.")
-        if isinstance(self.atol, (list, tuple)):
-            object.__setattr__(self, "atol", tuple(float(a) for a in self.atol))
+        if np.ndim(self.atol) == 1:  # hashable, so the settings stay a static jit argument
+            object.__setattr__(self, "atol", tuple(float(a) for a in np.asarray(self.atol)))
 
 
 def divided_difference(ts, xs, count: int):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from typing import Any, Mapping, Optional
 
 import jax
@@ -160,15 +159,15 @@ def _run(problem, cfg, ls, dc_method, initial, params, x0, grid, t0):
     else:
         start, ok = lax.stop_gradient(x0), jnp.asarray(True)
     mask = jnp.asarray(problem.lowered.differential)
-    s = _transient.integrate(problem, cfg, ls, frozen, start, ok, grid, t0, h0, hmin, atol,
-                             mask)
+    s, out = _transient.integrate(problem, cfg, ls, frozen, start, ok, grid, t0, h0, hmin,
+                                  atol, mask)
     if cfg.save_steps:
         x_start = (_transient.start_root(problem, ls, params, start, t0) if initial == "dc"
                    else x0)
-        ys = _transient.replay(problem, ls, params, x_start, s, cfg.max_steps)
-        ys = jnp.where(jnp.isnan(s.ys), jnp.nan, ys)
+        ys = _transient.replay(problem, ls, params, x_start, s, out, cfg.max_steps)
+        ys = jnp.where(jnp.isnan(out.ys), jnp.nan, ys)
     else:
-        ys = _no_gradient(s.ys, params)
+        ys = _no_gradient(out.ys, params)
     return (ys, s.result, s.n_acc, s.n_rej, s.n_newton, s.rec_t, s.rec_x, s.rec_order)
 
 
@@ -189,7 +188,7 @@ def _no_gradient_jvp(primals, tangents):
                               "Integrator(save_steps=True) (the default).")
 
 
-def _prepare(graph, t_eval, integrator, initial, evaluation, batch_size, dc_solver):
+def _prepare(graph, integrator, initial, evaluation, batch_size, dc_solver):
     if initial not in INITIAL:
         raise ValueError(f"initial must be one of {INITIAL}, got {initial!r}.")
     system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
@@ -213,7 +212,7 @@ def simulate(graph: Any, t_eval, *, t0=None, integrator: Optional[Integrator] = 
     unknowns as they are. ``integrator``: a :class:`Integrator` (tolerances, order, steps).
     jit-, vmap- and grad-able (gradients with respect to the graph's parameters).
     """
-    system, cfg, ls, dc = _prepare(graph, t_eval, integrator, initial, evaluation, None, dc_solver)
+    system, cfg, ls, dc = _prepare(graph, integrator, initial, evaluation, None, dc_solver)
     grid, start = _grid(t_eval, t0)
     problem = TransientProblem(system)
     out = _run(problem, cfg, ls, dc, initial, system.params, system.x0, grid, start)
@@ -230,7 +229,7 @@ def simulate_batch(graph: Any, values: Mapping[Any, Any], t_eval, *, t0=None,
     system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
     keys, batched = _graph._sweep_values(system, values)
     size = int(batched[0].shape[0])
-    system, cfg, ls, dc = _prepare(system, t_eval, integrator, initial, evaluation, size, dc_solver)
+    system, cfg, ls, dc = _prepare(system, integrator, initial, evaluation, size, dc_solver)
     grid, start = _grid(t_eval, t0)
     problem = TransientProblem(system, keys)
     out = _run_batch(problem, cfg, ls, dc, initial, system.params, batched, system.x0, grid,

@@ -1,5 +1,6 @@
 """The time loop of a transient: ``F(x, p, t) + dQ(x, p)/dt = 0`` from an initial state to
-the last output time, as one ``lax.while_loop`` per member (jit-, vmap- and grad-able).
+the last output time: a ``lax.scan`` over the output times whose body steps with a
+``lax.while_loop`` until it passes the next one (jit-, vmap- and grad-able; no host loop).
 
 Each step solves ``G(x) = F(x, p, t1) + a (Q(x) - Q_n) - b Qdot_n = 0`` by Newton (backward
 Euler: ``a = 1/h, b = 0``; trapezoidal: ``a = 2/h, b = 1``), whose matrix is
@@ -20,7 +21,7 @@ from ._implicit import implicit_solution
 from ._integrator import TRANSIENT_RESULTS as R
 from ._integrator import divided_difference, lagrange_weights
 
-HIST = 3  # accepted points kept besides the new one (a trapezoidal error estimate needs 4)
+HIST = 4  # accepted points kept: the output interpolant is cubic (error estimates use 3 + the new)
 
 
 class State(NamedTuple):
@@ -32,6 +33,7 @@ class State(NamedTuple):
     hist_t: jax.Array  # (HIST,) newest first; hist_t[0] == t
     hist_x: jax.Array  # (HIST, n)
     n_hist: jax.Array  # valid history points since the last breakpoint (1..HIST)
+    at_break: jax.Array  # the current point is a breakpoint: the next step restarts
     n_pts: jax.Array  # valid history points, breakpoints or not (for error estimates)
     bp: jax.Array  # next breakpoint
     n_acc: jax.Array
@@ -39,14 +41,10 @@ class State(NamedTuple):
     n_newton: jax.Array
     result: jax.Array
     done: jax.Array
-    ys: jax.Array  # (G, n) output on the grid
-    k: jax.Array  # next grid point to fill
     # the record of the accepted steps for replay (length 1 unless cfg.save_steps):
     rec_t: jax.Array  # (S + 1,) accepted times
     rec_x: jax.Array  # (S + 1, n) accepted states
     rec_order: jax.Array  # (S,) 1 or 2 per accepted step
-    g_idx: jax.Array  # (G, HIST + 1) steps interpolated for each grid point
-    g_w: jax.Array  # (G, HIST + 1) their weights
 
 
 def _code(r) -> jax.Array:
@@ -86,26 +84,21 @@ def newton(problem, cfg, ls, x_pred, args, atol):
     return x, conv & ok, it
 
 
-def init_state(problem, cfg, params, x0, grid, t0, t_end, h0, start_ok) -> State:
-    dtype, n_grid = x0.dtype, grid.shape[0]
-    n, S = x0.shape[0], cfg.max_steps
+def init_state(problem, cfg, params, x0, t0, t_end, h0, start_ok) -> State:
+    dtype, n, S = x0.dtype, x0.shape[0], cfg.max_steps
     q0 = problem.charge(x0, problem.at(params, t0))
-    # Without saved steps the record buffers shrink to one entry: a batched while_loop
-    # selects its whole carry at every iteration, so their size would cost time.
-    keep, grid_keep = (S + 1, n_grid) if cfg.save_steps else (1, 1)
-    start = grid <= t0
-    ys = jnp.where(start[:, None], x0[None, :], jnp.nan)
-    g_idx = jnp.zeros((grid_keep, HIST + 1), jnp.int32)
-    g_w = jnp.zeros((grid_keep, HIST + 1), dtype).at[:, 0].set(start[:grid_keep].astype(dtype))
+    # Without saved steps the record shrinks to one entry: a batched while_loop selects
+    # its whole carry at every iteration, so its size would cost time.
+    keep = S + 1 if cfg.save_steps else 1
     zero = jnp.zeros((), jnp.int32)
     bp = jnp.minimum(_next_break(problem, problem.at(params, t0), t0, t_end), t_end)
     return State(t0, h0, x0, q0, jnp.zeros_like(q0), jnp.full((HIST,), t0, dtype),
-                 jnp.broadcast_to(x0, (HIST, n)), zero + 1, zero + 1, bp, zero, zero, zero,
+                 jnp.broadcast_to(x0, (HIST, n)), zero + 1, jnp.zeros((), bool), zero + 1, bp,
+                 zero, zero, zero,
                  jnp.where(start_ok, _code(R.successful), _code(R.initial_point_failed)),
-                 ~start_ok, ys, jnp.sum(start).astype(jnp.int32),
-                 jnp.zeros((keep,), dtype).at[0].set(t0),
-                 jnp.zeros((keep, n), dtype).at[0].set(x0), jnp.zeros((max(keep - 1, 1),), jnp.int8),
-                 g_idx, g_w)
+                 ~start_ok, jnp.zeros((keep,), dtype).at[0].set(t0),
+                 jnp.zeros((keep, n), dtype).at[0].set(x0),
+                 jnp.zeros((max(keep - 1, 1),), jnp.int8))
 
 
 def _next_break(problem, params, t, t_end):
@@ -130,19 +123,20 @@ def _error(cfg, order, hist_t, hist_x, n_pts, t1, x1, h, atol, mask):
     return jnp.where(enough, jnp.max(ratio, initial=0.0), 0.0)
 
 
-BUFFERS = ("ys", "k", "rec_t", "rec_x", "rec_order", "g_idx", "g_w")
+BUFFERS = ("rec_t", "rec_x", "rec_order")
 
 
-def step(problem, cfg, ls, params, grid, t_end, hmin, atol, mask, s: State) -> State:
+def step(problem, cfg, ls, params, t_end, hmin, atol, mask, s: State) -> State:
     """One attempted step (accepted or rejected; nothing changes once ``s.done``). The
     buffers are written only where a step is accepted (masked indices, no copies)."""
-    use_trap = (cfg.order == 2) & (s.n_hist >= HIST)
+    n_hist = jnp.where(s.at_break, 1, s.n_hist)
+    use_trap = (cfg.order == 2) & (n_hist >= 3)
     order = jnp.where(use_trap, 2, 1)
     h = jnp.minimum(s.h, cfg.hmax)
     land = s.t + h >= s.bp - 0.1 * h
     h = jnp.where(land, s.bp - s.t, h)
     t1 = jnp.where(land, s.bp, s.t + h)
-    valid = jnp.arange(HIST) < jnp.minimum(s.n_hist, order + 1)
+    valid = jnp.arange(HIST) < jnp.minimum(n_hist, order + 1)
     x_pred = lagrange_weights(s.hist_t, valid, t1) @ s.hist_x
     a = jnp.where(use_trap, 2.0, 1.0) / h
     b = jnp.where(use_trap, 1.0, 0.0)
@@ -153,7 +147,8 @@ def step(problem, cfg, ls, params, grid, t_end, hmin, atol, mask, s: State) -> S
     accept = ok & (err <= 1.0) & ~s.done
     factor = jnp.clip(0.9 * jnp.where(err > 0, err, 1e-30) ** (-1.0 / (order + 1.0)), 0.2, 2.0)
     h_next = jnp.where(ok, h * factor, h / 8.0)
-    new = _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, grid, accept)
+    new = _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, t_end, accept)
+    new = new._replace(n_hist=jnp.minimum(n_hist + 1, HIST))
     new = new._replace(n_newton=s.n_newton + iters)
     rejected = s._replace(h=h_next, n_rej=s.n_rej + 1, n_newton=s.n_newton + iters)
     out = _finish(cfg, _select(accept, new, rejected, new), t_end, hmin)
@@ -166,49 +161,24 @@ def _select(cond, a: State, b: State, written: State) -> State:
                    else jnp.where(cond, getattr(a, f), getattr(b, f)) for f in State._fields])
 
 
-def _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, grid, accept) -> State:
+def _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, t_end, accept) -> State:
     q1 = problem.charge(x1, p1)
     qd1 = a * (q1 - s.q) - b * s.qd
     hist_t = jnp.concatenate([t1[None], s.hist_t[:-1]])
     hist_x = jnp.concatenate([x1[None], s.hist_x[:-1]])
     n_acc = s.n_acc + 1
-    ys, k, g_idx, g_w = _fill_grid(s, grid, t1, x1, n_acc, accept, cfg.save_steps)
     at = jnp.where(accept, n_acc, cfg.max_steps + 2)  # out of bounds: dropped
     rec_t, rec_x, rec_order = s.rec_t, s.rec_x, s.rec_order
     if cfg.save_steps:
         rec_t = rec_t.at[at].set(t1, mode="drop")
         rec_x = rec_x.at[at].set(x1, mode="drop")
         rec_order = rec_order.at[at - 1].set(order.astype(jnp.int8), mode="drop")
-    bp = jnp.minimum(jnp.where(land, _next_break(problem, p1, t1, grid[-1]), s.bp), grid[-1])
+    bp = jnp.minimum(jnp.where(land, _next_break(problem, p1, t1, t_end), s.bp), t_end)
     restart = 0.1 * jnp.minimum(h, bp - t1)
     return s._replace(
         t=t1, h=jnp.where(land, restart, h_next), x=x1, q=q1, qd=qd1, hist_t=hist_t,
-        hist_x=hist_x, n_hist=jnp.where(land, 1, jnp.minimum(s.n_hist + 1, HIST)),
-        n_pts=jnp.minimum(s.n_pts + 1, HIST), bp=bp, n_acc=n_acc, ys=ys, k=k, rec_t=rec_t,
-        rec_x=rec_x, rec_order=rec_order, g_idx=g_idx, g_w=g_w)
-
-
-def _fill_grid(s: State, grid, t1, x1, n_acc, accept, record: bool):
-    """Write every grid point in (t, t1] from the polynomial through the new point and the
-    history since the last breakpoint (at most cubic)."""
-    ts = jnp.concatenate([t1[None], s.hist_t])
-    xs = jnp.concatenate([x1[None], s.hist_x])
-    valid = jnp.arange(HIST + 1) < s.n_hist + 1
-    idx = jnp.maximum(n_acc - jnp.arange(HIST + 1), 0).astype(jnp.int32)
-    n_grid = grid.shape[0]
-
-    def body(c):
-        ys, k, g_idx, g_w = c
-        w = lagrange_weights(ts, valid, grid[k])
-        if record:
-            g_idx, g_w = g_idx.at[k].set(idx), g_w.at[k].set(w)
-        return ys.at[k].set(w @ xs), k + 1, g_idx, g_w
-
-    def more(c):
-        k = c[1]
-        return accept & (k < n_grid) & (grid[jnp.minimum(k, n_grid - 1)] <= t1)
-
-    return lax.while_loop(more, body, (s.ys, s.k, s.g_idx, s.g_w))
+        hist_x=hist_x, at_break=land, n_pts=jnp.minimum(s.n_pts + 1, HIST), bp=bp,
+        n_acc=n_acc, rec_t=rec_t, rec_x=rec_x, rec_order=rec_order)
 
 
 def _finish(cfg, s: State, t_end, hmin) -> State:
@@ -222,17 +192,33 @@ def _finish(cfg, s: State, t_end, hmin) -> State:
     return s._replace(result=result, done=ended | full | tiny | bad)
 
 
-def integrate(problem, cfg, ls, params, x0, start_ok, grid, t0, h0, hmin, atol, mask) -> State:
-    """The whole time loop for one member from ``x0`` at ``t0`` to ``grid[-1]``."""
+class Output(NamedTuple):
+    ys: jax.Array  # (G, n) the states on the grid (NaN after a member stopped early)
+    g_idx: jax.Array  # (G, HIST) accepted steps interpolated for each grid point
+    g_w: jax.Array  # (G, HIST) their weights
+
+
+def integrate(problem, cfg, ls, params, x0, start_ok, grid, t0, h0, hmin, atol, mask):
+    """The whole time run of one member from ``x0`` at ``t0`` to ``grid[-1]``: a scan over
+    the output times, each stepping until it passes the time, then interpolating (cubic at
+    most, through points since the last breakpoint). The output is no part of the loops'
+    carry, which a batched ``while_loop`` selects whole at every iteration."""
     t_end = grid[-1]
-    s = init_state(problem, cfg, params, x0, grid, t0, t_end, h0, start_ok)
+    s = init_state(problem, cfg, params, x0, t0, t_end, h0, start_ok)
+    advance = lambda s: step(problem, cfg, ls, params, t_end, hmin, atol, mask, s)  # noqa: E731
 
-    return lax.while_loop(
-        lambda s: ~s.done,
-        lambda s: step(problem, cfg, ls, params, grid, t_end, hmin, atol, mask, s), s)
+    def output(s, tg):
+        s = lax.while_loop(lambda s: ~s.done & (s.t < tg), advance, s)
+        valid = jnp.arange(HIST) < s.n_hist
+        w = lagrange_weights(s.hist_t, valid, tg)
+        y = jnp.where(s.t >= tg, w @ s.hist_x, jnp.nan)
+        idx = jnp.maximum(s.n_acc - jnp.arange(HIST), 0).astype(jnp.int32)
+        return s, Output(y, idx, w)
+
+    return lax.scan(output, s, grid)
 
 
-def replay(problem, ls, params, x0, s: State, n_steps: int) -> jax.Array:
+def replay(problem, ls, params, x0, s: State, out: Output, n_steps: int) -> jax.Array:
     """The grid output recomputed from the recorded steps, differentiable in ``params`` and
     ``x0``: each accepted state is its step's root with an implicit derivative."""
     fn = _residual_fn(problem)
@@ -254,7 +240,7 @@ def replay(problem, ls, params, x0, s: State, n_steps: int) -> jax.Array:
 
     _, xs = lax.scan(body, (x0, q0, jnp.zeros_like(q0)), jnp.arange(n_steps))
     xs = jnp.concatenate([x0[None], xs])
-    return jnp.einsum("gk,gkn->gn", s.g_w, xs[s.g_idx])
+    return jnp.einsum("gk,gkn->gn", out.g_w, xs[out.g_idx])
 
 
 def start_root(problem, ls, params, x_star, t0) -> jax.Array:

@@ -163,5 +163,20 @@ def _figure(section: Section, out: Path, name: str, panels: dict, xlabel: str, y
         section.figures.append(name)
 
 
+def transient(quick: bool, out: Path) -> Section:
+    from . import transient as tr
+
+    rows = tr.run(quick)
+    section = Section(
+        "transient", "Transients: .tran decks, batched rectifiers, compile time (issue 17)",
+        (tr.__doc__ or "").split("\n\n", 1)[1].split("Run:")[0].strip()
+        + "\n\nTargets: the CLI matches the k = 30 reference within its tolerance "
+        "(`max_dV <= atol_V`); the batch >= 100x the ngspice loop; compile within 2x of DC.",
+        rows, tr.COLUMNS)
+    if quick:
+        section.notes.append("Quick mode: the rc_step deck, B = 100, a 10 x 10 grid.")
+    return section
+
+
 BENCHMARKS = {"dispatch": dispatch, "circuit": circuit, "scale": scale, "sparse": sparse_solve,
-              "robustness": robustness}
+              "robustness": robustness, "transient": transient}

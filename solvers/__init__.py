@@ -36,18 +36,23 @@ from ._sparse_auto import SparseAuto
 from ._sparse_krylov import SparseKrylov
 from ._sparsity import SparsityError, SparsityPattern
 from ._system import System
+from ._integrator import TRANSIENT_RESULTS, Integrator
+from ._simulate import TransientSolution, simulate, simulate_batch
+from ._storage import Clock
 
 __all__ = [
     "AbstractLinearSolver",
     "AbstractRootMethod",
     "BandedLU",
     "BiCGStab",
+    "Clock",
     "Default",
     "DenseLU",
     "FlatProblem",
     "FlatSolution",
     "GMRES",
     "Homotopy",
+    "Integrator",
     "JaxoptBroyden",
     "JaxoptGaussNewton",
     "JaxoptLevenbergMarquardt",
@@ -71,9 +76,13 @@ __all__ = [
     "SparsityPattern",
     "SparseLU",
     "System",
+    "TRANSIENT_RESULTS",
+    "TransientSolution",
     "TrustRegion",
     "solve",
     "solve_batch",
     "solve_flat",
     "solve_flat_batch",
+    "simulate",
+    "simulate_batch",
 ]

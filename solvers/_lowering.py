@@ -121,16 +121,20 @@ def probe(an, group) -> int | None:
     return None
 
 
-def plan(an) -> list:
-    """All groups of the graph, probed: neighbourhoods expanded where methods read them."""
+def plan(an, methods: tuple = _groups.METHODS, probe_fn=None) -> list:
+    """All groups of the graph, probed: neighbourhoods expanded where methods read them.
+
+    ``methods``/``probe_fn``: which kinds to group and how to probe them (default: the
+    residual's methods; the transient lowering plans ``charge`` with its own probe)."""
+    probe_fn = probe if probe_fn is None else probe_fn
     groups = []
     for k, kind in enumerate(an.kinds):
-        if not any(kind.method(m) for m in _groups.METHODS):
+        if not any(kind.method(m) for m in methods):
             continue
         work = _groups.split(an, k, np.arange(kind.count), frozenset())
         while work:
             group = work.pop(0)
-            need = probe(an, group)
+            need = probe_fn(an, group)
             if need is None:
                 groups.append(group)
             else:

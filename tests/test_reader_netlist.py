@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scenarios.circuits import (CurrentSource, DCSweep, Diode, DiodeModel, FormatError, Netlist,
+from scenarios.circuits import (Waveform, CurrentSource, DCSweep, Diode, DiodeModel, FormatError, Netlist,
                                 OperatingPoint, Resistor, VoltageSource, parse_spice_number,
                                 read_netlist)
 
@@ -103,7 +103,7 @@ def test_feature_deck() -> None:
         Resistor("r1", "N1", "n2", 1e4), Resistor("R2", "n2", "0", 4.7e3),
         Resistor("Rload", "n2", "0", 1e6), Diode("d1", "N1", "n3", "DX", 2.0),
         Diode("Dz", "n3", "0", "DY"), VoltageSource("v1", "N1", "0", 5.0),
-        VoltageSource("Vs", "n3", "0", 1.5), CurrentSource("i1", "0", "n2", 1e-6),
+        VoltageSource("Vs", "n3", "0", 1.5, Waveform("SIN", (0.0, 1.0, 1000.0))), CurrentSource("i1", "0", "n2", 1e-6),
         CurrentSource("Ibias", "n2", "0", 0.0))
     assert netlist.models == {
         "DX": DiodeModel("DX", IS=2e-14, N=1.5, RS=10.0, params=(("CJO", 2e-12),)),
@@ -185,7 +185,7 @@ def test_generated_netlists_round_trip(netlist: Netlist) -> None:
 
 ERRORS = [
     ("Q1 1 2 3 npn", 2, "Q1"),
-    ("L1 1 0 1m", 2, "'L'"),
+    ("Q1 1 0 1m", 2, "'Q'"),
     (".foo bar", 2, "unknown dot-command '.foo'"),
     (".param x=1", 2, ".param"),
     (".include other.cir", 2, ".include"),
@@ -205,7 +205,14 @@ ERRORS = [
     ("V1 1 0 1\n.dc V9 0 1 0.1", 3, "'V9', which is not a V or I source"),
     ("V1 1 0 1\nV2 2 0 1\n.dc V1 0 1 0.1 V2 0 1 0.5", 4, "a second source"),
     ("V1 1 0 1\n.dc V1 0 1 -0.1", 3, "does not lead"),
-    ("V1 1 0 SIN(0 1 1k)", 2, "only a transient waveform"),
+    ("V1 1 0 SIN(0 1 1k 0 0 0 7)", 2, "SIN takes 1 to 6 parameters"),
+    ("V1 1 0 PWL(0 1 1m)", 2, "PWL needs pairs"),
+    ("V1 1 0 SFFM(0 1 1k)", 2, "SFFM is not supported"),
+    ("C1 1 0", 2, "one value after the nodes"),
+    ("L1 1 0 -1m", 2, "must be positive"),
+    (".tran 1u", 2, ".tran needs tstep tstop"),
+    (".tran 1u 1m 2m", 2, "0 <= tstart < tstop"),
+    (".ic v(1 = 2", 2, "expected v(node)=value"),
     ("V1 1 0 DC", 2, "missing value after DC"),
     ("V1 1 0 DC 1 bogus", 2, "unexpected 'bogus'"),
     (".temp 27 50", 2, "exactly one temperature"),

@@ -10,14 +10,19 @@ import math
 
 import numpy as np
 
-from ._elements import (Circuit, CurrentSource, Diode, DiodeModel, Ground, Node, Physics,
-                        Resistor, VoltageSource)
-from ._netlist import GROUND, Netlist
+import solvers
+
+from ._elements import (Capacitor, Circuit, CurrentSource, Diode, DiodeModel, Ground, Inductor,
+                        Node, Physics, Resistor, VoltageSource)
+from ._netlist import GROUND, Netlist, Transient
+from ._netlist import Capacitor as CapacitorCard
+from ._netlist import Inductor as InductorCard
 from ._netlist import CurrentSource as CurrentSourceCard
 from ._netlist import Diode as DiodeCard
 from ._netlist import Resistor as ResistorCard
 from ._netlist import VoltageSource as VoltageSourceCard
 from ._topology import CircuitError, check_topology
+from ._waveforms import waveform
 
 __all__ = ["build_circuit", "thermal_voltage", "K_BOLTZMANN", "Q_CHARGE", "GMIN_DEFAULT"]
 
@@ -33,22 +38,33 @@ def thermal_voltage(celsius: float) -> float:
     return K_BOLTZMANN * (celsius + 273.15) / Q_CHARGE
 
 
-def build_circuit(netlist: Netlist, *, gmin: float | None = None) -> Circuit:
-    """The circuit graph of ``netlist`` (unknowns start at 0 V / 0 A).
+def build_circuit(netlist: Netlist, *, gmin: float | None = None,
+                  transient: Transient | None = None, start=None) -> Circuit:
+    """The circuit graph of ``netlist`` (unknowns start at 0 V / 0 A, or node voltages from
+    ``start``: {node: volts}).
 
-    ``gmin`` (S) overrides ``.options gmin`` (default 1e-12, as ngspice). Raises
-    ``CircuitError`` for a floating node, a loop of voltage sources or an unsupported model.
+    ``gmin`` (S) overrides ``.options gmin`` (default 1e-12, as ngspice). With ``transient``
+    (a ``.tran`` card) sources follow their waveforms on a shared ``solvers.Clock`` (defaults
+    from its tstep/tstop); without, they hold their DC values. Raises ``CircuitError`` for a
+    floating node, a loop of voltage sources or an unsupported model.
     """
     check_topology(netlist)
     _check_temperature(netlist)
     gmin = _gmin(netlist.options.get("gmin", GMIN_DEFAULT) if gmin is None else gmin)
     ground, physics = Ground(), Physics(thermal_voltage(netlist.temperature), gmin)
-    nodes = {name: Node() for name in netlist.nodes}
+    start = start or {}
+    nodes = {name: Node(float(start.get(name, 0.0))) for name in netlist.nodes}
     node = lambda name: ground if name == GROUND else nodes[name]  # noqa: E731
     models = {name: _model(netlist, name) for name in netlist.models}
     resistors, diodes, vsources, isources, internal = {}, {}, {}, {}, {}
+    capacitors, inductors = {}, {}
+    wave = _waves(transient)
     for e in netlist.elements:
-        if isinstance(e, ResistorCard):
+        if isinstance(e, CapacitorCard):
+            capacitors[e.name] = Capacitor(node(e.n1), node(e.n2), float(e.value))
+        elif isinstance(e, InductorCard):
+            inductors[e.name] = Inductor(node(e.n1), node(e.n2), float(e.value))
+        elif isinstance(e, ResistorCard):
             resistors[e.name] = Resistor(node(e.n1), node(e.n2), _resistance(e.name, e.value))
         elif isinstance(e, DiodeCard):
             anode = node(e.anode)
@@ -59,11 +75,22 @@ def build_circuit(netlist: Netlist, *, gmin: float | None = None) -> Circuit:
                                                      _resistance(e.name + " RS", rs / e.area))
             diodes[e.name] = Diode(anode, node(e.cathode), models[e.model], physics, e.area)
         elif isinstance(e, VoltageSourceCard):
-            vsources[e.name] = VoltageSource(node(e.pos), node(e.neg), float(e.dc))
+            vsources[e.name] = VoltageSource(node(e.pos), node(e.neg), float(e.dc),
+                                             wave=wave(e.wave))
         elif isinstance(e, CurrentSourceCard):
-            isources[e.name] = CurrentSource(node(e.pos), node(e.neg), float(e.dc))
+            isources[e.name] = CurrentSource(node(e.pos), node(e.neg), float(e.dc),
+                                             wave=wave(e.wave))
     return Circuit(ground, physics, nodes, internal, models, resistors, diodes, vsources,
-                   isources)
+                   isources, capacitors, inductors)
+
+
+def _waves(transient: Transient | None):
+    """``card -> waveform node`` on one shared clock (None for DC, or for no waveform)."""
+    if transient is None:
+        return lambda card: None
+    clock = solvers.Clock()
+    return lambda card: None if card is None else waveform(
+        card.kind, card.params, clock, transient.tstep, transient.tstop)
 
 
 def _model(netlist: Netlist, name: str) -> DiodeModel:

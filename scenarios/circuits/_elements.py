@@ -10,14 +10,16 @@ physics (Vt, GMIN, the SPICE3 diode law, ``pnjlim``) follows ngspice-39, see
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 import simgraph as sg
 
-__all__ = ["Node", "Ground", "Physics", "DiodeModel", "Resistor", "Diode", "VoltageSource",
-           "CurrentSource", "Circuit", "diode_current", "pnjlim", "U_LINEAR"]
+__all__ = ["Node", "Ground", "Physics", "DiodeModel", "Resistor", "Capacitor", "Inductor",
+           "Diode", "VoltageSource", "CurrentSource", "Circuit", "diode_current", "pnjlim",
+           "U_LINEAR"]
 
 #: Above ``v / (N Vt) = U_LINEAR`` the diode exponential continues as its tangent line, so the
 #: residual is finite for any voltage; ``IS * exp(80)`` exceeds 1e18 A for any IS >= 1e-17 A,
@@ -72,6 +74,36 @@ class Resistor(sg.ReffableTreeNode):
     def contributions(self):
         i = self.current()
         return _kcl(((self.a, i), (self.b, -i)))
+
+
+class Capacitor(sg.ReffableTreeNode):
+    """Charge ``c (V(a) - V(b))`` on ``a`` (and its negative on ``b``): no DC current."""
+
+    a: Node
+    b: Node
+    c: jax.Array
+
+    def charge(self):
+        q = self.c * (self.a.v - self.b.v)
+        return _kcl(((self.a, q), (self.b, -q)))
+
+
+class Inductor(sg.ReffableTreeNode):
+    """``V(a) - V(b) = l di/dt``; ``i`` (unknown) flows from ``a`` through L to ``b``."""
+
+    a: Node
+    b: Node
+    l: jax.Array  # noqa: E741
+    i: jax.Array = sg.unknown(default=0.0)
+
+    def residual(self):
+        return self.a.v - self.b.v
+
+    def contributions(self):
+        return _kcl(((self.a, self.i), (self.b, -self.i)))
+
+    def charge(self):
+        return ((self, -self.l * self.i),)
 
 
 def diode_current(v, i_s, vte, gmin, xp=jnp):
@@ -148,31 +180,41 @@ class Diode(sg.ReffableTreeNode):
         return jnp.where(moved, jnp.clip(frac, 1e-300, 1.0), 1.0)
 
 
+def _level(source):
+    """A source's value now: its waveform's when it has one (a transient), else ``value``."""
+    return source.value if source.wave is None else source.wave.value()
+
+
 class VoltageSource(sg.ReffableTreeNode):
-    """``V(pos) - V(neg) = value``; ``i`` (unknown) flows into ``pos``, through, out of ``neg``
-    (ngspice's ``i(vname)``: negative when the source delivers power)."""
+    """``V(pos) - V(neg) = value`` (or ``wave.value()`` at the clock's time when ``wave`` is a
+    waveform); ``i`` (unknown) flows into ``pos``, through, out of ``neg`` (ngspice's
+    ``i(vname)``: negative when the source delivers power)."""
 
     pos: Node
     neg: Node
     value: jax.Array
     i: jax.Array = sg.unknown(default=0.0)
+    wave: Any = None
 
     def residual(self):
-        return self.pos.v - self.neg.v - self.value
+        return self.pos.v - self.neg.v - _level(self)
 
     def contributions(self):
         return _kcl(((self.pos, self.i), (self.neg, -self.i)))
 
 
 class CurrentSource(sg.ReffableTreeNode):
-    """``value`` amperes flow through the source from ``pos`` to ``neg`` (leave ``pos``)."""
+    """``value`` (or ``wave.value()``) amperes flow through the source from ``pos`` to ``neg``
+    (leave ``pos``)."""
 
     pos: Node
     neg: Node
     value: jax.Array
+    wave: Any = None
 
     def contributions(self):
-        return _kcl(((self.pos, self.value), (self.neg, -self.value)))
+        i = _level(self)
+        return _kcl(((self.pos, i), (self.neg, -i)))
 
 
 class Circuit(sg.ReffableTreeNode):
@@ -191,3 +233,5 @@ class Circuit(sg.ReffableTreeNode):
     diodes: dict
     vsources: dict
     isources: dict
+    capacitors: dict = None
+    inductors: dict = None

@@ -17,8 +17,9 @@ from ._spice_numbers import format_spice_number as _num
 from ._spice_numbers import parse_spice_number
 
 __all__ = [
-    "GROUND", "Resistor", "Diode", "VoltageSource", "CurrentSource", "DiodeModel",
-    "OperatingPoint", "DCSweep", "Netlist", "DCSWEEP_STOP_SLACK",
+    "GROUND", "Resistor", "Capacitor", "Inductor", "Diode", "VoltageSource", "CurrentSource",
+    "DiodeModel", "Waveform", "OperatingPoint", "DCSweep", "Transient", "Netlist",
+    "DCSWEEP_STOP_SLACK",
 ]
 
 GROUND = "0"
@@ -39,6 +40,51 @@ class Resistor:
     @property
     def nodes(self) -> tuple[str, str]:
         return (self.n1, self.n2)
+
+
+@dataclass(frozen=True)
+class Capacitor:
+    """``Cname n1 n2 value``: charge ``value (V(n1) - V(n2))`` (F)."""
+
+    name: str
+    n1: str
+    n2: str
+    value: float
+
+    @property
+    def nodes(self) -> tuple[str, str]:
+        return (self.n1, self.n2)
+
+
+@dataclass(frozen=True)
+class Inductor:
+    """``Lname n1 n2 value``: ``V(n1) - V(n2) = value di/dt``, i from n1 through L to n2 (H)."""
+
+    name: str
+    n1: str
+    n2: str
+    value: float
+
+    @property
+    def nodes(self) -> tuple[str, str]:
+        return (self.n1, self.n2)
+
+
+#: Waveform functions and how many parameters each takes at most (ngspice-39).
+WAVEFORMS = {"PULSE": 8, "SIN": 6, "EXP": 6, "PWL": None}
+
+
+@dataclass(frozen=True)
+class Waveform:
+    """A source's time function ``KIND(p1 p2 ...)`` as written (SI units, defaults unfilled):
+    PULSE(V1 V2 TD TR TF PW PER), SIN(VO VA FREQ TD THETA), EXP(V1 V2 TD1 TAU1 TD2 TAU2),
+    PWL(t1 v1 t2 v2 ...)."""
+
+    kind: str
+    params: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", tuple(float(p) for p in self.params))
 
 
 @dataclass(frozen=True)
@@ -64,6 +110,7 @@ class VoltageSource:
     pos: str
     neg: str
     dc: float = 0.0
+    wave: Waveform | None = None
 
     @property
     def nodes(self) -> tuple[str, str]:
@@ -78,14 +125,16 @@ class CurrentSource:
     pos: str
     neg: str
     dc: float = 0.0
+    wave: Waveform | None = None
 
     @property
     def nodes(self) -> tuple[str, str]:
         return (self.pos, self.neg)
 
 
-Element = Union[Resistor, Diode, VoltageSource, CurrentSource]
-_LETTER = {Resistor: "R", Diode: "D", VoltageSource: "V", CurrentSource: "I"}
+Element = Union[Resistor, Capacitor, Inductor, Diode, VoltageSource, CurrentSource]
+_LETTER = {Resistor: "R", Capacitor: "C", Inductor: "L", Diode: "D", VoltageSource: "V",
+           CurrentSource: "I"}
 
 
 @dataclass(frozen=True)
@@ -132,7 +181,31 @@ class DCSweep:
         return np.asarray(values, dtype=np.float64)
 
 
-Analysis = Union[OperatingPoint, DCSweep]
+@dataclass(frozen=True)
+class Transient:
+    """``.tran tstep tstop [tstart [tmax]] [uic]``: output every ``tstep`` from ``tstart`` to
+    ``tstop`` (s); steps at most ``tmax`` (None: ngspice's default, see ``step_limit``)."""
+
+    tstep: float
+    tstop: float
+    tstart: float = 0.0
+    tmax: float | None = None
+    uic: bool = False
+
+    def times(self) -> np.ndarray:
+        """The output grid ``tstart + k tstep`` up to ``tstop`` (tstop included)."""
+        count = int(math.floor((self.tstop - self.tstart) / self.tstep * (1 + 1e-12))) + 1
+        grid = self.tstart + self.tstep * np.arange(count)
+        return grid if grid[-1] >= self.tstop * (1 - 1e-12) else np.append(grid, self.tstop)
+
+    def step_limit(self) -> float:
+        """``tmax``, else ngspice's default ``min(tstep, (tstop - tstart) / 50)``."""
+        if self.tmax is not None and self.tmax > 0:
+            return self.tmax
+        return min(self.tstep, (self.tstop - self.tstart) / 50.0)
+
+
+Analysis = Union[OperatingPoint, DCSweep, Transient]
 
 
 @dataclass(frozen=True)
@@ -149,8 +222,10 @@ class Netlist:
     analyses: tuple[Analysis, ...] = ()
     options: Mapping[str, float | str | bool] = field(default_factory=dict)
     temperature: float = 27.0
+    initial_conditions: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "initial_conditions", dict(self.initial_conditions))
         object.__setattr__(self, "elements", tuple(self.elements))
         object.__setattr__(self, "analyses", tuple(self.analyses))
         object.__setattr__(self, "models", dict(self.models))
@@ -179,8 +254,13 @@ class Netlist:
         if self.options:
             lines.append(".options " + " ".join(_option(k, v) for k, v in self.options.items()))
         lines.append(f".temp {_num(self.temperature)}")
+        if self.initial_conditions:
+            lines.append(".ic " + " ".join(f"v({k})={_num(v)}"
+                                           for k, v in self.initial_conditions.items()))
         for analysis in self.analyses:
-            if isinstance(analysis, DCSweep):
+            if isinstance(analysis, Transient):
+                lines.append(_tran_card(analysis))
+            elif isinstance(analysis, DCSweep):
                 values = (analysis.start, analysis.stop, analysis.step)
                 lines.append(f".dc {analysis.source} " + " ".join(_num(v) for v in values))
             else:
@@ -189,13 +269,21 @@ class Netlist:
         return "\n".join(lines) + "\n"
 
 
+def _tran_card(a: Transient) -> str:
+    values = [a.tstep, a.tstop] + ([a.tstart] if a.tstart or a.tmax is not None else [])
+    values += [a.tmax] if a.tmax is not None else []
+    return ".tran " + " ".join(_num(v) for v in values) + (" uic" if a.uic else "")
+
+
 def _element_card(e: Element) -> str:
-    if isinstance(e, Resistor):
+    if isinstance(e, (Resistor, Capacitor, Inductor)):
         return f"{e.name} {e.n1} {e.n2} {_num(e.value)}"
     if isinstance(e, Diode):
         area = "" if e.area == 1.0 else f" {_num(e.area)}"
         return f"{e.name} {e.anode} {e.cathode} {e.model}{area}"
-    return f"{e.name} {e.pos} {e.neg} DC {_num(e.dc)}"
+    wave = "" if e.wave is None else (f" {e.wave.kind}(" + " ".join(_num(p) for p in e.wave.params)
+                                       + ")")
+    return f"{e.name} {e.pos} {e.neg} DC {_num(e.dc)}{wave}"
 
 
 def _model_card(m: DiodeModel) -> str:
@@ -228,10 +316,42 @@ def _validate(netlist: Netlist) -> None:
             and parse_spice_number(value) is None
         if not _TOKEN_OK.fullmatch(key) or not (value is True or number or word):
             raise ValueError(f".options[{key!r}]: use a number, one word, or True for a flag")
+    for i, e in enumerate(netlist.elements):
+        if getattr(e, "wave", None) is not None:
+            _check_wave(f".elements[{i}].wave", e.wave)
+    for node, value in netlist.initial_conditions.items():
+        if node not in netlist.nodes or not math.isfinite(value):
+            raise ValueError(f".initial_conditions[{node!r}]: not a node of the netlist, or "
+                             "not a finite voltage")
     for i, a in enumerate(netlist.analyses):
+        if isinstance(a, Transient) and not (0 < a.tstep and a.tstart >= 0
+                                             and a.tstop > a.tstart):
+            raise ValueError(f".analyses[{i}]: .tran needs 0 < tstep and 0 <= tstart < tstop")
         if isinstance(a, DCSweep) and not isinstance(
                 names.get(a.source.lower()), (VoltageSource, CurrentSource)):
             raise ValueError(f".analyses[{i}]: .dc source {a.source!r} is not a V or I source")
+
+
+def check_wave_params(kind: str, params: tuple) -> str | None:
+    """What is wrong with a waveform's parameters, or None."""
+    if kind not in WAVEFORMS:
+        return f"waveform {kind} is not supported (use {', '.join(WAVEFORMS)})"
+    most = WAVEFORMS[kind]
+    if not params or (most is not None and len(params) > most):
+        return f"{kind} takes 1 to {most} parameters, got {len(params)}"
+    if not all(math.isfinite(p) for p in params):
+        return f"{kind} parameters must be finite numbers"
+    if kind == "PWL":
+        times = params[0::2]
+        if len(params) % 2 or any(b < a for a, b in zip(times, times[1:])):
+            return "PWL needs pairs (time value) with non-decreasing times"
+    return None
+
+
+def _check_wave(where: str, wave: Waveform) -> None:
+    problem = check_wave_params(wave.kind, wave.params)
+    if problem is not None:
+        raise ValueError(f"{where}: {problem}")
 
 
 def _check_elements(netlist: Netlist) -> dict[str, Element]:

@@ -7,9 +7,10 @@ from typing import Any
 
 from .._cli_report import (Report, SweepSpec, named_rows, plot_bars, plot_lines, sweep_rows,
                            sweep_span)
-from ._netlist import DCSweep, Netlist, VoltageSource
+from ._netlist import DCSweep, Netlist, Transient, VoltageSource
 from ._solve import solve_circuit, sweep_circuit
 from ._spice_reader import read_netlist
+from ._transient import simulate_circuit
 
 __all__ = ["EXAMPLE", "run"]
 
@@ -21,11 +22,13 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
         solver: Any = None, progress: bool | None = None) -> Report:
     """Solve the netlist (default: :data:`EXAMPLE`). ``sweep`` (``V1=0:5:51``: a source by
     name) or else the netlist's ``.dc`` analysis runs as one batched solve; otherwise the
-    ``.op`` operating point is computed."""
+    ``.op`` operating point is computed; a deck with ``.tran`` runs its transient."""
     netlist = read_netlist(input or EXAMPLE)
     dc = next((a for a in netlist.analyses if isinstance(a, DCSweep)), None)
     if sweep is not None:
         return _sweep_report(netlist, sweep.param, sweep.values, solver, progress)
+    if any(isinstance(a, Transient) for a in netlist.analyses):
+        return _transient_report(netlist)
     if dc is not None:
         return _sweep_report(netlist, dc.source, dc.points(), solver, progress)
     result = solve_circuit(netlist, solver=solver)
@@ -70,3 +73,25 @@ def _sweep_report(netlist: Netlist, source: str, values, solver, progress) -> Re
     return Report.from_doc("circuit", doc, rows, solver, draw,
                            title=f"{_title(netlist)}: DC sweep of {source}, "
                                  f"{len(result.values)} points in one batched solve", notes=notes)
+
+
+def _transient_report(netlist: Netlist) -> Report:
+    result = simulate_circuit(netlist)
+    doc = result.to_json()
+    last = lambda table: {k: v[-1] for k, v in table.items()}  # noqa: E731
+    rows = (named_rows("V({}) at tstop", last(result.node_voltages), "V")
+            + named_rows("I({}) at tstop", last(result.source_currents), "A"))
+    notes = [f"{doc['accepted_steps']} accepted steps, {doc['rejected_steps']} rejected"]
+    if not result.converged:
+        notes.append(result.message())
+
+    def draw(fig):
+        left, right = fig.subplots(1, 2)
+        plot_lines(left, result.time, {f"V({n})": v for n, v in
+                                       list(result.node_voltages.items())[:12]},
+                   "time (s)", "node voltage (V)", "node voltages", fontsize="small")
+        plot_lines(right, result.time, {f"I({n})": i for n, i in result.source_currents.items()},
+                   "time (s)", "current (A)", "source currents")
+
+    return Report.from_doc("circuit", doc, rows, None, draw,
+                           title=f"{_title(netlist)}: transient", notes=notes)

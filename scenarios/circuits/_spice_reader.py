@@ -1,8 +1,9 @@
-"""Reader for the SPICE (ngspice) netlist subset that defines a DC problem.
+"""Reader for the SPICE (ngspice) netlist subset that defines a DC or transient problem.
 
 Supported: title line, ``*`` comment lines, ``;`` / ``$`` / ``//`` inline comments, ``+``
-continuation lines, case-insensitive element letters and dot-commands, ``R``, ``D``, ``V``,
-``I`` elements, ``.model NAME D(...)``, ``.op``, ``.dc``, ``.options``/``.option``/``.opt``,
+continuation lines, case-insensitive element letters and dot-commands, ``R``, ``C``, ``L``,
+``D``, ``V``, ``I`` elements (sources with PULSE/SIN/EXP/PWL waveforms), ``.model NAME D(...)``,
+``.op``, ``.dc``, ``.tran``, ``.ic``, ``.options``/``.option``/``.opt``,
 ``.temp``, ``.title``, ``.end``, ``.control``...``.endc`` (skipped), output/other-analysis
 commands (ignored). Anything else that could change the DC solution is a FormatError.
 """
@@ -16,16 +17,17 @@ from .._errors import FormatError
 from .._source import read_source
 from ._netlist import (_TOKEN_OK, GROUND, CurrentSource, DCSweep, Diode, DiodeModel, Netlist,
                        OperatingPoint, Resistor, VoltageSource)
+from ._spice_transient import TransientCards
 from ._spice_numbers import parse_spice_number
-from ._spice_tokens import (_COMMENT, _SPECIAL, _AnyKey, _as_tokens, _skip_function,
-                            _skip_numbers, _Tok, _tokens, _usage)
+from ._spice_tokens import (_COMMENT, _SPECIAL, _AnyKey, _as_tokens, _skip_numbers, _Tok,
+                            _tokens, _usage)
 
 __all__ = ["read_netlist"]
 
-_IGNORED_DOT = {".save", ".print", ".plot", ".probe", ".width", ".tran", ".ac", ".noise",
+_IGNORED_DOT = {".save", ".print", ".plot", ".probe", ".width", ".ac", ".noise",
                 ".tf", ".sens", ".four", ".meas", ".measure", ".disto", ".pz", ".nodeset",
                 ".global", ".csparam", ".echo"}
-_UNSUPPORTED_DOT = {".param", ".func", ".include", ".inc", ".lib", ".subckt", ".ends", ".ic",
+_UNSUPPORTED_DOT = {".param", ".func", ".include", ".inc", ".lib", ".subckt", ".ends",
                     ".if", ".elseif", ".else", ".endif", ".step", ".alter", ".endl"}
 _TRANSIENT = {"PULSE", "SIN", "EXP", "PWL", "SFFM", "AM", "TRNOISE", "TRRANDOM"}
 # Diode parameters with no effect on the DC solution at TEMP = TNOM (kept in DiodeModel.params).
@@ -46,7 +48,7 @@ def read_netlist(path_or_text: str | os.PathLike) -> Netlist:
     return _Reader(name).parse(text)
 
 
-class _Reader:
+class _Reader(TransientCards):
     def __init__(self, path: str) -> None:
         self.path = path
         self.elements: list = []
@@ -55,6 +57,7 @@ class _Reader:
         self.analyses: list = []
         self.options: dict[str, float | str | bool] = {}
         self.temperature: float | None = None
+        self.initial: dict[str, float] = {}
         self.title = ""
         self.nodes: dict[str, str] = {}
         self.lines_read = 0
@@ -123,11 +126,11 @@ class _Reader:
         head = card[0]
         if head.text.startswith("."):
             return self._dot(card)
-        handler = {"R": self._resistor, "D": self._diode, "V": self._source,
-                   "I": self._source}.get(head.text[0].upper())
+        handler = {"R": self._resistor, "C": self._storage, "L": self._storage,
+                   "D": self._diode, "V": self._source, "I": self._source}.get(head.text[0].upper())
         if handler is None:
             raise self.error(head, f"element {head.text!r}: type '{head.text[0].upper()}' is "
-                                   "not supported", "only R, D, V and I elements are supported")
+                                   "not supported", "only R, C, L, D, V and I elements are supported")
         key = head.text.lower()
         if key in self.element_lines:
             raise self.error(head, f"duplicate element name {head.text!r} (first defined on "
@@ -218,7 +221,7 @@ class _Reader:
     def _source(self, card: list[_Tok]) -> VoltageSource | CurrentSource:
         name = card[0].text
         pos, neg = self._node(card, 1, "+ node"), self._node(card, 2, "- node")
-        dc, transient, rest, i = None, False, card[3:], 0
+        dc, wave, rest, i = None, None, card[3:], 0
         while i < len(rest):
             word = rest[i].text.upper()
             if word == "DC":
@@ -230,17 +233,14 @@ class _Reader:
             elif word in ("AC", "DISTOF1", "DISTOF2"):
                 i = _skip_numbers(rest, i + 1, 2)
             elif word in _TRANSIENT:
-                transient, i = True, _skip_function(rest, i + 1)
+                wave, i = self._waveform(name, rest, i)
             elif dc is None and parse_spice_number(rest[i].text) is not None:
                 dc, i = self._number(rest[i], f"{name} value"), i + 1
             else:
                 raise self.error(rest[i], f"{name}: unexpected {rest[i].text!r}",
                                  f"write '{_usage(name)}'")
-        if dc is None and transient:
-            raise self.error(card[0], f"{name}: only a transient waveform is given",
-                             "add 'DC value' for the DC operating point")
         cls = VoltageSource if name[0].upper() == "V" else CurrentSource
-        return cls(name, pos, neg, 0.0 if dc is None else dc)
+        return cls(name, pos, neg, 0.0 if dc is None else dc, wave)
 
     def _params(self, tokens: list[_Tok], allowed: set[str]):
         """Split ``key = value`` pairs from positional tokens; refuse keys not in ``allowed``."""
@@ -267,7 +267,8 @@ class _Reader:
         command = head.text.lower()
         handlers = {".model": self._model, ".op": self._op, ".dc": self._dc,
                     ".options": self._options, ".option": self._options, ".opt": self._options,
-                    ".temp": self._temp, ".title": self._title}
+                    ".temp": self._temp, ".title": self._title, ".tran": self._tran,
+                    ".ic": self._ic}
         if command in handlers:
             handlers[command](card)
         elif command in _UNSUPPORTED_DOT:
@@ -275,7 +276,8 @@ class _Reader:
                                    "solution)", "expand it into plain R, D, V, I elements")
         elif command not in _IGNORED_DOT:
             raise self.error(head, f"unknown dot-command {head.text!r}",
-                             "supported: .model .op .dc .options .temp .title .end .control")
+                             "supported: .model .op .dc .tran .ic .options .temp .title .end "
+                             ".control")
 
     def _model(self, card: list[_Tok]) -> None:
         if len(card) < 3:
@@ -364,8 +366,12 @@ class _Reader:
             temp_option = self.options.get("temp", 27.0)
             temperature = temp_option if isinstance(temp_option, float) else 27.0
         models = {m.name: m for m, _ in self.models.values()}
+        for node in self.initial:
+            if node not in self.nodes.values():
+                raise self.error(self.lines_read, f".ic names node {node!r}, which no element "
+                                                  "connects", "fix the node name")
         return Netlist(self.title, tuple(elements), models, tuple(analyses), self.options,
-                       temperature)
+                       temperature, self.initial)
 
 
     def _model_of(self, diode: Diode) -> Diode:

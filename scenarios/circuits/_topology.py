@@ -13,7 +13,7 @@ from scipy.sparse import csgraph
 
 import simgraph as sg
 
-from ._netlist import GROUND, CurrentSource, Netlist, VoltageSource
+from ._netlist import GROUND, Capacitor, CurrentSource, Inductor, Netlist, VoltageSource
 
 __all__ = ["CircuitError", "FloatingNodeError", "VoltageLoopError", "check_topology"]
 
@@ -72,10 +72,12 @@ def check_topology(netlist: Netlist) -> None:
 
 
 def _floating(netlist: Netlist) -> tuple[str, ...]:
-    """Nodes not joined to ground by elements other than current sources (netlist order)."""
+    """Nodes not joined to ground by elements other than current sources and capacitors
+    (no DC path; netlist order)."""
     names = (GROUND,) + tuple(netlist.nodes)
     number = {name: i for i, name in enumerate(names)}
-    ends = [number[node] for e in netlist.elements if not isinstance(e, CurrentSource)
+    ends = [number[node] for e in netlist.elements
+            if not isinstance(e, (CurrentSource, Capacitor))
             for node in e.nodes]
     a, b = np.asarray(ends[0::2], np.int64), np.asarray(ends[1::2], np.int64)
     graph = sp.coo_matrix((np.ones(a.size, np.int32), (a, b)), shape=(len(names),) * 2)
@@ -87,12 +89,12 @@ def _check_voltage_loops(netlist: Netlist) -> None:
     loops = _UnionFind()
     on_loop: list[str] = []
     for e in netlist.elements:
-        if isinstance(e, VoltageSource) and not loops.union(*e.nodes):
+        if isinstance(e, (VoltageSource, Inductor)) and not loops.union(*e.nodes):
             on_loop.append(e.name)
     if on_loop:
         first = on_loop[0]
         raise VoltageLoopError(
-            f"netlist {netlist.title!r}: voltage source {first!r} closes a loop of voltage "
-            f"sources (between nodes {netlist.element(first).nodes}), so the loop voltage is "
+            f"netlist {netlist.title!r}: {first!r} closes a loop of voltage sources and "
+            f"inductors (between nodes {netlist.element(first).nodes}), so the loop voltage is "
             "fixed twice and the source currents are undefined. Remove one source of the loop "
             "or put a resistor in series with it.", tuple(on_loop))

@@ -1,4 +1,5 @@
-"""Steady-state thermal networks with conduction and grey-body radiation.
+"""Thermal networks with conduction and grey-body radiation: steady states, and transients
+through heat capacities (``simulate_thermal``).
 
 Element classes (``ThermalNode``, ``Conduction``, ``Radiation``, ``FixedTemperature``,
 ``HeatLoad``) form a graph in which links share node objects; ``build_thermal`` /
@@ -8,14 +9,16 @@ results by name (``result.temperature("plate")``).
 from .._cli_report import Report, SweepSpec
 from .._errors import FormatError
 from ._build import build_thermal, read_thermal
-from ._model import (STEFAN_BOLTZMANN, Conduction, FixedTemperature, HeatLoad, Radiation,
-                     ThermalNetwork, ThermalNode, grey_body_factor)
+from ._model import (STEFAN_BOLTZMANN, Conduction, FixedTemperature, HeatCapacity, HeatLoad,
+                     Radiation, ThermalNetwork, ThermalNode, grey_body_factor)
 from ._run import EXAMPLE, run
 from ._solve import ThermalResult, ThermalSweep, parameter_path, solve_thermal, sweep_thermal
+from ._transient import ThermalTransient, simulate_thermal
 
 __all__ = [
-    "EXAMPLE", "STEFAN_BOLTZMANN", "Conduction", "FixedTemperature", "FormatError", "HeatLoad",
-    "Radiation", "Report", "SweepSpec", "ThermalNetwork", "ThermalNode", "ThermalResult",
-    "ThermalSweep", "build_thermal", "grey_body_factor", "parameter_path", "read_thermal", "run",
+    "EXAMPLE", "STEFAN_BOLTZMANN", "Conduction", "FixedTemperature", "FormatError",
+    "HeatCapacity", "HeatLoad", "Radiation", "Report", "SweepSpec", "ThermalNetwork",
+    "ThermalNode", "ThermalResult", "ThermalSweep", "ThermalTransient", "build_thermal",
+    "grey_body_factor", "parameter_path", "read_thermal", "run", "simulate_thermal",
     "solve_thermal", "sweep_thermal",
 ]

@@ -22,21 +22,22 @@ import jax.numpy as jnp
 
 from .._named import lookup
 from .._spec_input import Spec
-from ._model import (STEFAN_BOLTZMANN, Conduction, FixedTemperature, HeatLoad, Radiation,
-                     ThermalNetwork, ThermalNode, grey_body_factor)
+from ._model import (STEFAN_BOLTZMANN, Conduction, FixedTemperature, HeatCapacity, HeatLoad,
+                     Radiation, ThermalNetwork, ThermalNode, grey_body_factor)
 
 __all__ = ["build_thermal", "read_thermal"]
 
 
 def build_thermal(nodes: Mapping[str, float] | Sequence[str], *,
                   conduction: Mapping[str, tuple] = (), radiation: Mapping[str, tuple] = (),
-                  fixed: Mapping[str, tuple] = (), loads: Mapping[str, tuple] = ()
-                  ) -> ThermalNetwork:
+                  fixed: Mapping[str, tuple] = (), loads: Mapping[str, tuple] = (),
+                  capacities: Mapping[str, tuple] = ()) -> ThermalNetwork:
     """A thermal graph from named entries (names must be unique within each group).
 
     ``nodes``: names, or name -> start temperature (K). ``conduction``: name -> (a, b, G).
     ``radiation``: name -> (a, b, area, (e_a, e_b)[, view_factor[, area_ratio]]).
-    ``fixed``: name -> (node, T). ``loads``: name -> (node, Q).
+    ``fixed``: name -> (node, T). ``loads``: name -> (node, Q). ``capacities``: name ->
+    (node, C) in J/K (only a transient sees them).
     """
     starts = dict(nodes) if isinstance(nodes, Mapping) else {n: 300.0 for n in nodes}
     made = {n: ThermalNode(jnp.asarray(t, dtype=float)) for n, t in starts.items()}
@@ -55,9 +56,10 @@ def build_thermal(nodes: Mapping[str, float] | Sequence[str], *,
     scale = _conductance_scale(conds, rads, [b.T for b in bcs] + [n.T for n in made.values()])
     bcs = [FixedTemperature(b.node, b.T, b.q, scale) for b in bcs]
     qs = [HeatLoad(node(a, f"load {n!r}"), f(q)) for n, (a, q) in dict(loads).items()]
-    return ThermalNetwork(list(made.values()), conds, rads, bcs, qs, tuple(made),
+    caps = [HeatCapacity(node(a, f"capacity {n!r}"), f(c)) for n, (a, c) in dict(capacities).items()]
+    return ThermalNetwork(list(made.values()), conds, rads, bcs, qs, caps, tuple(made),
                           tuple(dict(conduction)), tuple(dict(radiation)), tuple(dict(fixed)),
-                          tuple(dict(loads)))
+                          tuple(dict(loads)), tuple(dict(capacities)))
 
 
 def _conductance_scale(conds, rads, temperatures) -> jax.Array:

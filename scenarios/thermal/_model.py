@@ -1,4 +1,4 @@
-"""Steady-state thermal network with radiation: nodes, links, boundaries and loads as a graph.
+"""Thermal network with radiation: nodes, links, boundaries, loads and capacities as a graph.
 
 Sign convention: a node's residual is the net heat flowing *out* of it (W). A link from ``a``
 to ``b`` carrying ``q`` (W, positive from a to b) adds ``+q`` to ``a`` and ``-q`` to ``b``; a
@@ -13,7 +13,7 @@ import jax
 import simgraph as sg
 
 __all__ = ["STEFAN_BOLTZMANN", "ThermalNode", "Conduction", "Radiation", "FixedTemperature",
-           "HeatLoad", "ThermalNetwork", "grey_body_factor"]
+           "HeatLoad", "HeatCapacity", "ThermalNetwork", "grey_body_factor"]
 
 #: Stefan-Boltzmann constant, W m^-2 K^-4 (CODATA 2018, exact).
 STEFAN_BOLTZMANN = 5.670374419e-8
@@ -105,6 +105,17 @@ class HeatLoad(sg.ReffableTreeNode):
         return ((self.node, -self.Q),)
 
 
+class HeatCapacity(sg.ReffableTreeNode):
+    """Heat capacity ``C`` (J/K) of ``node``: it stores ``C T`` (J), so in a transient the
+    node's balance gains ``C dT/dt``; a steady state does not see it."""
+
+    node: ThermalNode
+    C: jax.Array
+
+    def charge(self):
+        return ((self.node, self.C * self.node.T),)
+
+
 class ThermalNetwork(sg.ReffableTreeNode):
     """Root of a thermal graph; ``*_names`` (static) name the entries of each list."""
 
@@ -113,8 +124,10 @@ class ThermalNetwork(sg.ReffableTreeNode):
     radiations: list
     boundaries: list
     loads: list
+    capacities: list = None
     node_names: tuple = sg.static(default=())
     conduction_names: tuple = sg.static(default=())
     radiation_names: tuple = sg.static(default=())
     boundary_names: tuple = sg.static(default=())
     load_names: tuple = sg.static(default=())
+    capacity_names: tuple = sg.static(default=())

@@ -1,0 +1,162 @@
+"""Transients (issue 17): the CLI on a ``.tran`` deck against ngspice's recorded run, a batch
+of half-wave rectifiers with different loads, and compile time against the DC solve.
+
+* ``deck`` rows: ``python -m scenarios run circuit --input DECK --json OUT`` in a fresh
+  process (start-up, parsing, lowering and compilation included) on the shared
+  ``rc_grid_k30`` reference (``../shared/validation/transient``; the small ``rc_step`` deck
+  in quick mode), compared on the reference grid with ngspice-39's waveforms. ngspice is not
+  installed here: its wall time is the one recorded in the reference JSON (same machine
+  class), ``speedup`` = ngspice_s / ours_s.
+* ``batch`` rows: ``solvers.simulate_batch`` over B load resistances of the ``half_wave``
+  deck at ngspice's default tolerances (reltol 1e-3, vntol 1e-6, tmax 20 us), one compiled
+  call; ``solves_per_s`` = B / warm wall time; against ngspice once per member, from its
+  recorded default-tolerance time of this deck (``ngspice_loop_s`` = B x that time).
+* ``compile`` rows: first-call minus warm time of ``simulate`` and of ``solve`` (the DC
+  operating point) on the ``grid_netlist(k)`` resistor-diode grid with a capacitor per node.
+
+Run: ``python -m benchmarks.transient [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = next((p / "shared" / "validation" / "transient" for p in ROOT.parents
+               if (p / "shared" / "validation" / "transient").is_dir()), ROOT / "missing")
+TESTS = ROOT / "tests" / "data" / "transient"
+COLUMNS = ("case", "what", "B", "ours_s", "ngspice_s", "speedup", "solves_per_s", "max_dV",
+           "atol_V", "steps", "note")
+
+
+def _reference(name: str) -> tuple[Path, dict] | None:
+    for folder, data in ((SHARED / "netlists", SHARED / "data"), (TESTS, TESTS)):
+        deck, ref = folder / f"{name}.cir", data / f"{name}.json"
+        if deck.exists() and ref.exists():
+            return deck, json.loads(ref.read_text())
+    return None
+
+
+def deck_row(name: str) -> dict:
+    """The CLI on one deck in a fresh process, against the ngspice reference."""
+    from .ngspice_grid import run_child
+
+    found = _reference(name)
+    if found is None:
+        return {"case": name, "what": "cli", "note": "skipped: reference not found"}
+    deck, ref = found
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.json"
+        stats = run_child([sys.executable, "-m", "scenarios", "run", "circuit", "--input",
+                           str(deck), "--json", str(out)], Path(tmp) / "log.txt", cwd=ROOT)
+        if stats["status"] != 0 or not out.exists():
+            return {"case": name, "what": "cli", "ours_s": stats["wall_s"], "note": "failed"}
+        doc = json.loads(out.read_text())
+    t, rt = np.asarray(doc["time"]), np.asarray(ref["time"])
+    i, j = np.nonzero(np.isclose(rt[:, None], t[None, :], rtol=0, atol=1e-15))
+    dv = max(float(np.max(np.abs(np.asarray(doc["node_voltages"][k])[j] - np.asarray(v)[i])))
+             for k, v in ref["node_voltages"].items())
+    ngspice = ref.get("ngspice_wall_s")
+    atol = ref.get("suggested_checker_atol_V", ref.get("accuracy", {}).get("suggested_checker_atol_V"))
+    return {"case": name, "what": "cli (fresh process)", "ours_s": stats["wall_s"],
+            "ngspice_s": ngspice, "speedup": ngspice / stats["wall_s"] if ngspice else None,
+            "max_dV": dv, "atol_V": atol, "steps": doc.get("accepted_steps"),
+            "note": "ngspice time recorded in the reference" if ngspice else ""}
+
+
+def batch_row(size: int, repeats: int) -> dict:
+    """``size`` half-wave rectifiers (loads 500-2000 ohm) in one ``simulate_batch`` call."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import solvers
+    from scenarios.circuits import build_circuit, integrator_for, read_netlist
+
+    found = _reference("half_wave")
+    deck, ref = found
+    netlist = read_netlist(deck)
+    loose = {**netlist.options, "reltol": 1e-3, "vntol": 1e-6, "abstol": 1e-12}
+    netlist = type(netlist)(netlist.title, netlist.elements, netlist.models, netlist.analyses,
+                            loose, netlist.temperature)
+    tran = netlist.analyses[0]
+    system = solvers.System.build(build_circuit(netlist, transient=tran))
+    cfg = integrator_for(netlist, system, tran, max_steps=20000)
+    loads = {".resistors['RL'].r": np.linspace(500.0, 2000.0, size)}
+    grid = tran.times()
+    call = lambda: solvers.simulate_batch(system, loads, grid, t0=0.0, integrator=cfg)  # noqa: E731
+    sol = call()
+    np.asarray(sol.x)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        np.asarray(call().x)
+        times.append(time.perf_counter() - start)
+    warm = statistics.median(times)
+    per_member = ref.get("default_tolerance_run", {}).get("wall_s")
+    loop = per_member * size if per_member else None
+    ok = int(np.sum(np.asarray(sol.converged)))
+    return {"case": "half_wave", "what": "simulate_batch", "B": size, "ours_s": warm,
+            "ngspice_s": loop, "speedup": loop / warm if loop else None,
+            "solves_per_s": size / warm, "steps": int(np.median(np.asarray(sol.n_steps))),
+            "note": f"{ok}/{size} reached tstop; ngspice loop = B x its recorded "
+                    f"{per_member} s (default tolerances)" if per_member else
+                    f"{ok}/{size} reached tstop; no recorded ngspice time"}
+
+
+def compile_row(k: int) -> dict:
+    """Compile time of a transient and of the DC solve on a k x k grid with capacitors."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import solvers
+    from scenarios.circuits import Capacitor, Transient, build_circuit, grid_netlist
+
+    base = grid_netlist(k)
+    caps = tuple(Capacitor(f"C{n}", n, "0", 1e-12) for n in base.nodes)
+    tran = Transient(1e-9, 1e-7)
+    netlist = type(base)(base.title, base.elements + caps, base.models, (tran,), base.options,
+                         base.temperature)
+    graph = build_circuit(netlist, transient=tran)
+    system = solvers.System.build(graph)
+
+    def twice(fn):
+        start = time.perf_counter()
+        jax.block_until_ready(fn())
+        first = time.perf_counter() - start
+        start = time.perf_counter()
+        jax.block_until_ready(fn())
+        return first - (time.perf_counter() - start)
+
+    dc = twice(lambda: solvers.solve(system, solvers.Newton(
+        linear_solver=solvers.default_method(system).linear_solver)).x)
+    cfg = solvers.Integrator(hmax=1e-9, max_steps=500, save_steps=False)
+    tr = twice(lambda: solvers.simulate(system, np.linspace(0.0, 1e-7, 11), integrator=cfg).x)
+    return {"case": f"grid k={k}", "what": "compile: transient / DC", "ours_s": tr,
+            "ngspice_s": None, "speedup": tr / dc, "steps": None,
+            "note": f"DC solve compile {dc:.2f} s; ratio target <= 2"}
+
+
+def run(quick: bool = False) -> list[dict]:
+    rows = [deck_row("rc_step" if quick else "rc_grid_k30")]
+    rows.append(batch_row(100 if quick else 10_000, 1 if quick else 3))
+    rows.append(compile_row(10 if quick else 100))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    for row in run(parser.parse_args().quick):
+        print(row)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""A netlist's ``.tran`` analysis: the circuit stepped through time with ``solvers.simulate``.
+
+Tolerances come from ``.options`` as ngspice reads them: ``reltol`` (default 1e-3) is the
+relative tolerance of every unknown, ``vntol`` (1e-6 V) the absolute one of node voltages,
+``abstol`` (1e-12 A) that of branch currents, ``trtol`` (7) loosens the truncation-error
+test as ngspice's does; ``chgtol`` has no counterpart (errors are estimated on the voltages
+and currents that charges and fluxes depend on, not on the charges) and is ignored. Without ``.ic`` the run starts from the DC operating point
+with every source at its t = 0 value; ``.ic v(n)=...`` holds those nodes during that
+operating point (ngspice without UIC), and ``uic`` starts from the given values at once.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Union
+
+import numpy as np
+
+import solvers
+
+from ._build import build_circuit
+from ._netlist import Netlist, Transient, VoltageSource
+from ._solve import solve_circuit
+from ._spice_reader import read_netlist
+
+__all__ = ["CircuitTransient", "simulate_circuit", "integrator_for"]
+
+TransientInput = Union[Netlist, str, os.PathLike]
+
+
+@dataclasses.dataclass(frozen=True)
+class CircuitTransient:
+    """Waveforms of a ``.tran`` run on its output grid, by netlist name.
+
+    ``time`` (G,); ``node_voltages`` / ``source_currents`` / ``inductor_currents``: name ->
+    (G,) arrays; ``solution`` the ``solvers.TransientSolution`` (accepted steps, statistics).
+    """
+
+    time: np.ndarray
+    node_voltages: dict
+    source_currents: dict
+    inductor_currents: dict
+    solution: Any
+
+    @property
+    def converged(self) -> bool:
+        return bool(np.all(np.asarray(self.solution.converged)))
+
+    def voltage(self, node: str) -> np.ndarray:
+        return _named(self.node_voltages, node, "node")
+
+    def source_current(self, name: str) -> np.ndarray:
+        return _named(self.source_currents, name, "voltage source")
+
+    def message(self) -> str:
+        return self.solution.message()
+
+    def to_json(self) -> dict:
+        """``{"analysis": "tran", "time": [...], "node_voltages": {...}, ...}`` plus run stats."""
+        lists = lambda d: {k: np.asarray(v).tolist() for k, v in d.items()}  # noqa: E731
+        sol = self.solution
+        return {"analysis": "tran", "time": self.time.tolist(),
+                "node_voltages": lists(self.node_voltages),
+                "source_currents": lists(self.source_currents),
+                "inductor_currents": lists(self.inductor_currents),
+                "converged": self.converged, "result": sol.message(),
+                "iterations": int(sol.n_newton), "accepted_steps": int(sol.n_steps),
+                "rejected_steps": int(sol.n_rejected), "residual_norm": 0.0}
+
+
+def _named(table: dict, name: str, what: str) -> np.ndarray:
+    for key, value in table.items():
+        if key.lower() == name.lower():
+            return value
+    raise KeyError(f"no {what} named {name!r}; known: {', '.join(table) or 'none'}")
+
+
+def _option(netlist: Netlist, name: str, default: float) -> float:
+    value = netlist.options.get(name, default)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and value > 0 else default
+
+
+def integrator_for(netlist: Netlist, system: solvers.System, tran: Transient,
+                   max_steps: int = 200000, save_steps: bool = False) -> solvers.Integrator:
+    """The ``solvers.Integrator`` of a deck: its tolerances, ``tmax`` as the largest step.
+    ``save_steps`` keeps every accepted state (needed for gradients; memory max_steps x n)."""
+    vntol, abstol = _option(netlist, "vntol", 1e-6), _option(netlist, "abstol", 1e-12)
+    atol = tuple(vntol if path.endswith(".v") else abstol for path in system.unknown_paths())
+    return solvers.Integrator(rtol=_option(netlist, "reltol", 1e-3), atol=atol,
+                              lte_factor=_option(netlist, "trtol", 7.0), hmax=tran.step_limit(),
+                              max_steps=max_steps, save_steps=save_steps)
+
+
+def _start(netlist: Netlist, tran: Transient) -> tuple[dict, str]:
+    """Node voltages to start from and how (``"dc"``: the operating point from them)."""
+    ic = netlist.initial_conditions
+    if not ic:
+        return {}, "dc"
+    if tran.uic:
+        return dict(ic), "given"
+    held = [VoltageSource(f"V#ic{k}", node, "0", value) for k, (node, value) in enumerate(ic.items())]
+    dc = dataclasses.replace(netlist, elements=netlist.elements + tuple(held),
+                             initial_conditions={})
+    point = solve_circuit(build_circuit(dc, transient=tran))
+    if not point.converged:
+        raise solvers.SolveError(f"the operating point with .ic held did not converge: "
+                                 f"{point.message()}")
+    return {n: float(point.voltage(n)) for n in netlist.nodes}, "given"
+
+
+def simulate_circuit(netlist: TransientInput, tran: Transient | None = None, *,
+                     integrator: solvers.Integrator | None = None,
+                     times=None) -> CircuitTransient:
+    """Run the deck's ``.tran`` (or ``tran``); output on ``tstart + k tstep`` up to tstop
+    (or on ``times``)."""
+    netlist = netlist if isinstance(netlist, Netlist) else read_netlist(netlist)
+    tran = tran or next((a for a in netlist.analyses if isinstance(a, Transient)), None)
+    if tran is None:
+        raise ValueError(f"netlist {netlist.title!r} has no .tran analysis; give one "
+                         "(scenarios.circuits.Transient(tstep, tstop))")
+    start, initial = _start(netlist, tran)
+    circuit = build_circuit(netlist, transient=tran, start=start)
+    system = solvers.System.build(circuit)
+    cfg = integrator or integrator_for(netlist, system, tran)
+    grid = tran.times() if times is None else np.asarray(times, dtype=float)
+    sol = solvers.simulate(system, grid, t0=0.0, integrator=cfg, initial=initial)
+    col = lambda node: np.asarray(sol.value(node))[:, 0]  # noqa: E731
+    return CircuitTransient(
+        grid, {k: col(v) for k, v in circuit.nodes.items()},
+        {k: np.asarray(sol.value(v))[:, -1] for k, v in circuit.vsources.items()},
+        {k: np.asarray(sol.value(v))[:, -1] for k, v in circuit.inductors.items()}, sol)

@@ -1,0 +1,250 @@
+"""Graph-level transients: ``simulate(graph, t_eval)`` and ``simulate_batch(graph, values,
+t_eval)``, mirroring ``solve`` / ``solve_batch``.
+
+The graph's ``residual``/``contributions`` give ``F``, its ``charge`` methods ``Q``, a shared
+:class:`Clock` the time; the run starts from the DC operating point (``F = 0`` at the first
+time, stored quantities held) or from the graph's unknowns as given. One compiled program
+per structure and settings; a batch is one ``vmap`` of it (each member its own steps).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Mapping, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from . import _graph, _storage, _transient
+from ._banded import BandedLU, banded_beats_dense
+from ._dense import DenseLU
+from ._integrator import TRANSIENT_RESULTS, Integrator
+from ._method import FlatProblem
+from ._newton import Newton
+from ._sparse_auto import SparseAuto
+from ._sparsity import SparsityPattern
+from ._system import System
+
+INITIAL = ("dc", "given")
+
+
+class TransientProblem:
+    """``F``, ``Q``, time and breakpoints of one structure (hashable: a static jit argument)."""
+
+    def __init__(self, system: System, keys: tuple = ()):
+        self.structure, self.keys = system.structure, keys
+        self.lowered = _storage.lowered(system)
+        self._params = _graph._Residual(system.structure, keys).params
+        self.step_limit = self._limit if system.has_step_limit else None
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and (self.structure, self.keys) == (other.structure, other.keys)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.structure, self.keys))
+
+    def at(self, params, t):
+        """Resolved parameters (a sweep member's values applied) with the clocks at ``t``."""
+        return self.lowered.with_time(self._params(params), t)
+
+    def residual(self, x, params):
+        return self.structure.evaluator.residual(x, params)
+
+    def charge(self, x, params):
+        return self.lowered.charge.residual(x, params)
+
+    def next_breakpoint(self, params, t):
+        return self.lowered.next_breakpoint(params, t)
+
+    def _limit(self, x, dx, params):
+        return self.structure.evaluator.step_limit(x, dx, params)
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class TransientSolution:
+    """A transient's output on the requested times, its accepted steps and how it went.
+
+    ``t`` (G,) and ``x`` (..., G, n) the states on the grid; ``result`` (TRANSIENT_RESULTS
+    codes), ``n_steps``/``n_rejected``/``n_newton`` per member. With
+    ``Integrator(save_steps=True)`` (else length 1): ``steps_t`` (..., S + 1) the accepted
+    times (first ``n_steps + 1`` valid), ``steps_x`` their states, ``steps_order`` 1
+    (backward Euler) or 2 per step.
+    """
+
+    t: jax.Array
+    x: jax.Array
+    result: jax.Array
+    n_steps: jax.Array
+    n_rejected: jax.Array
+    n_newton: jax.Array
+    steps_t: jax.Array
+    steps_x: jax.Array
+    steps_order: jax.Array
+    lowered: System = dataclasses.field(metadata={"static": True})
+
+    @property
+    def converged(self) -> jax.Array:
+        return self.result == int(TRANSIENT_RESULTS.successful)
+
+    def value(self, where) -> jax.Array:
+        """The trajectory of a node's unknowns (object or key path): (..., G, size)."""
+        return self.x[..., self.lowered.locate(where)]
+
+    def message(self, index=None) -> str:
+        code = np.asarray(self.result)
+        code = int(code if index is None else code[index])
+        member = TRANSIENT_RESULTS(code)
+        return f"{member.name}: {member.message}"
+
+    def raise_if_failed(self) -> "TransientSolution":
+        failed = np.flatnonzero(np.asarray(self.result).reshape(-1))
+        if len(failed):
+            index = None if np.ndim(self.result) == 0 else int(failed[0])
+            raise RuntimeError(f"transient failed ({len(failed)} member(s)); first: "
+                               f"{self.message(index)}")
+        return self
+
+
+def linear_solver_for(system: System, cfg: Integrator, batch_size: Optional[int]):
+    """``cfg.linear_solver``, else dense/banded LU for small systems, else a sparse LU on the
+    pattern of ``dF/dx + a dQ/dx`` (host LU for single CPU runs)."""
+    if cfg.linear_solver is not None:
+        return cfg.linear_solver
+    rows, cols = _storage.lowered(system).pattern
+    pattern = SparsityPattern(rows, cols, (system.m, system.n))
+    limit = _graph.DENSE_LIMIT if batch_size is None else _graph.DENSE_LIMIT_BATCH
+    if system.n <= limit:
+        if batch_size is not None and banded_beats_dense(pattern):
+            return BandedLU(pattern)
+        return DenseLU()
+    if batch_size is None and jax.default_backend() == "cpu":
+        return _graph._cached_host_solver(pattern)
+    return SparseAuto(pattern, batch_size=batch_size)
+
+
+def _atol(cfg: Integrator, n: int, dtype):
+    atol = jnp.asarray(cfg.atol, dtype)
+    if atol.ndim not in (0, 1) or (atol.ndim == 1 and atol.shape[0] != n):
+        raise ValueError(f"Integrator(atol=...) must be a number or one value per unknown "
+                         f"({n}), got shape {atol.shape}.")
+    return atol
+
+
+def _grid(t_eval, t0) -> tuple[jax.Array, jax.Array]:
+    grid = jnp.asarray(t_eval, jnp.result_type(float))
+    if grid.ndim != 1 or grid.shape[0] < 1:
+        raise ValueError(f"t_eval must be a 1-D array of output times, got shape {grid.shape}.")
+    if not isinstance(grid, jax.core.Tracer) and not bool(np.all(np.diff(np.asarray(grid)) > 0)):
+        raise ValueError("t_eval must be strictly increasing.")
+    start = grid[0] if t0 is None else jnp.asarray(t0, grid.dtype)
+    return grid, start
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
+def _run(problem, cfg, ls, dc_method, initial, params, x0, grid, t0):
+    frozen = lax.stop_gradient(params)
+    span = grid[-1] - t0
+    hmax = jnp.minimum(cfg.hmax, span)
+    h0 = hmax * 1e-3 if cfg.h0 is None else jnp.asarray(cfg.h0, grid.dtype)
+    hmin = span * 1e-11 if cfg.hmin is None else jnp.asarray(cfg.hmin, grid.dtype)
+    atol = _atol(cfg, x0.shape[0], x0.dtype)
+    if initial == "dc":
+        fn = lambda x, p: problem.residual(x, problem.at(p, t0))  # noqa: E731
+        flat = dc_method.solve(FlatProblem(fn, _at_start(problem, t0)), lax.stop_gradient(x0), frozen)
+        start, ok = flat.x, flat.converged
+    else:
+        start, ok = lax.stop_gradient(x0), jnp.asarray(True)
+    mask = jnp.asarray(problem.lowered.differential)
+    s, out = _transient.integrate(problem, cfg, ls, frozen, start, ok, grid, t0, h0, hmin,
+                                  atol, mask)
+    if cfg.save_steps:
+        x_start = (_transient.start_root(problem, ls, params, start, t0) if initial == "dc"
+                   else x0)
+        ys = _transient.replay(problem, ls, params, x_start, s, out, cfg.max_steps)
+        ys = jnp.where(jnp.isnan(out.ys), jnp.nan, ys)
+    else:
+        ys = _no_gradient(out.ys, params)
+    return (ys, s.result, s.n_acc, s.n_rej, s.n_newton, s.rec_t, s.rec_x, s.rec_order)
+
+
+def _at_start(problem, t0):
+    if problem.step_limit is None:
+        return None
+    return lambda x, dx, p: problem.step_limit(x, dx, problem.at(p, t0))
+
+
+@jax.custom_jvp
+def _no_gradient(ys, params):
+    return ys
+
+
+@_no_gradient.defjvp
+def _no_gradient_jvp(primals, tangents):
+    raise NotImplementedError("gradients of a transient need its steps: use "
+                              "Integrator(save_steps=True) (the default).")
+
+
+def _prepare(graph, integrator, initial, evaluation, batch_size, dc_solver):
+    if initial not in INITIAL:
+        raise ValueError(f"initial must be one of {INITIAL}, got {initial!r}.")
+    system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
+    cfg = Integrator() if integrator is None else integrator
+    if not isinstance(cfg, Integrator):
+        raise TypeError(f"integrator must be a solvers.Integrator, got {type(cfg).__name__}.")
+    ls = linear_solver_for(system, cfg, batch_size)
+    dc = dc_solver if dc_solver is not None else Newton(linear_solver=ls, atol=1e-12, rtol=1e-10,
+                                                          max_steps=100)
+    return system, cfg, ls, dc
+
+
+def simulate(graph: Any, t_eval, *, t0=None, integrator: Optional[Integrator] = None,
+             initial: str = "dc", dc_solver=None, evaluation: str = "auto",
+             throw: bool = False) -> TransientSolution:
+    """Integrate ``F(x, p, t) + dQ(x, p)/dt = 0`` of ``graph`` (or a prebuilt ``System``)
+    from ``t0`` (default ``t_eval[0]``) to ``t_eval[-1]``; the output is on ``t_eval``.
+
+    ``initial="dc"`` starts from the operating point at ``t0`` (``dc_solver``, default
+    ``solvers.Newton`` with the model's step limits, from the graph's unknowns); ``"given"`` starts from the graph's
+    unknowns as they are. ``integrator``: a :class:`Integrator` (tolerances, order, steps).
+    jit-, vmap- and grad-able (gradients with respect to the graph's parameters).
+    """
+    system, cfg, ls, dc = _prepare(graph, integrator, initial, evaluation, None, dc_solver)
+    grid, start = _grid(t_eval, t0)
+    problem = TransientProblem(system)
+    out = _run(problem, cfg, ls, dc, initial, system.params, system.x0, grid, start)
+    return _solution(system, grid, out, throw)
+
+
+def simulate_batch(graph: Any, values: Mapping[Any, Any], t_eval, *, t0=None,
+                   integrator: Optional[Integrator] = None, initial: str = "dc",
+                   dc_solver=None, evaluation: str = "auto",
+                   throw: bool = False) -> TransientSolution:
+    """One transient per batch member (``values`` as in ``solvers.solve_batch``: key ->
+    values with the batch on the leading axis), each with its own steps, in one compiled
+    program (``jax.vmap`` of :func:`simulate`'s)."""
+    system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
+    keys, batched = _graph._sweep_values(system, values)
+    size = int(batched[0].shape[0])
+    system, cfg, ls, dc = _prepare(system, integrator, initial, evaluation, size, dc_solver)
+    grid, start = _grid(t_eval, t0)
+    problem = TransientProblem(system, keys)
+    out = _run_batch(problem, cfg, ls, dc, initial, system.params, batched, system.x0, grid,
+                     start)
+    return _solution(system, grid, out, throw)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
+def _run_batch(problem, cfg, ls, dc_method, initial, base, values, x0, grid, t0):
+    return jax.vmap(lambda v: _run(problem, cfg, ls, dc_method, initial, (base, v), x0, grid,
+                                   t0))(values)
+
+
+def _solution(system, grid, out, throw) -> TransientSolution:
+    ys, result, n_acc, n_rej, n_newton, rec_t, rec_x, rec_order = out
+    sol = TransientSolution(grid, ys, result, n_acc, n_rej, n_newton, rec_t, rec_x, rec_order,
+                            system)
+    return sol.raise_if_failed() if throw else sol

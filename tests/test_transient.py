@@ -1,0 +1,158 @@
+"""solvers.simulate: the storage protocol (charge), the clock, breakpoints, the integrator's
+accuracy against a closed form, batching, result codes and gradients (vs finite differences)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simgraph as sg
+import solvers
+
+TAU, TD, TR = 1e-3, 1e-4, 1e-5
+
+
+class Node(sg.ReffableTreeNode):
+    v: jax.Array = sg.unknown(default=0.0)
+
+    def residual(self):
+        return jnp.zeros((), jnp.result_type(self.v))
+
+
+class Resistor(sg.ReffableTreeNode):
+    a: Node
+    b: Node
+    r: jax.Array
+
+    def contributions(self):
+        i = (self.a.v - self.b.v) / self.r
+        return ((self.a, i), (self.b, -i))
+
+
+class Capacitor(sg.ReffableTreeNode):
+    a: Node
+    c: jax.Array
+
+    def charge(self):
+        return ((self.a, self.c * self.a.v),)
+
+
+class Ramp(sg.ReffableTreeNode):
+    """A voltage source rising from 0 to ``v1`` over [TD, TD + TR]; corners are breakpoints."""
+
+    a: Node
+    clock: solvers.Clock
+    v1: jax.Array
+    i: jax.Array = sg.unknown(default=0.0)
+
+    def residual(self):
+        return self.a.v - self.v1 * jnp.clip((self.clock.t - TD) / TR, 0.0, 1.0)
+
+    def contributions(self):
+        return ((self.a, self.i),)
+
+    def next_breakpoint(self, t):
+        corners = jnp.asarray([TD, TD + TR])
+        return jnp.min(jnp.where(corners > t, corners, jnp.inf))
+
+
+class Circuit(sg.ReffableTreeNode):
+    source: Ramp
+    resistor: Resistor
+    capacitor: Capacitor
+
+
+def rc(r=1e3, c=1e-6, v1=1.0):
+    a, out = Node(), Node()
+    return Circuit(Ramp(a, solvers.Clock(), v1), Resistor(a, out, r), Capacitor(out, c))
+
+
+def exact(t, tau=TAU):
+    def ramp(t):
+        u = np.maximum(t - TD, 0.0)
+        return (u - tau * -np.expm1(-u / tau)) / TR
+    return ramp(t) - ramp(t - TR)
+
+
+T = np.linspace(0.0, 3e-3, 31)
+CFG = solvers.Integrator(rtol=1e-7, atol=1e-10)
+
+
+def test_rc_matches_closed_form_and_lands_on_breakpoints():
+    graph = rc()
+    sol = solvers.simulate(graph, T, integrator=CFG)
+    assert int(sol.result) == int(solvers.TRANSIENT_RESULTS.successful)
+    v = np.asarray(sol.value(graph.capacitor.a))[:, 0]
+    np.testing.assert_allclose(v, exact(T), atol=1e-5)
+    steps = np.asarray(sol.steps_t)[: int(sol.n_steps) + 1]
+    assert np.any(steps == TD) and np.any(steps == TD + TR)
+    assert np.all(np.diff(steps) > 0)
+    orders = np.asarray(sol.steps_order)[: int(sol.n_steps)]
+    assert set(orders.tolist()) == {1, 2}  # backward Euler after breakpoints, trapezoidal between
+
+
+def test_backward_euler_only_when_asked():
+    sol = solvers.simulate(rc(), T, integrator=solvers.Integrator(rtol=1e-5, atol=1e-9, order=1))
+    assert set(np.asarray(sol.steps_order)[: int(sol.n_steps)].tolist()) == {1}
+    np.testing.assert_allclose(np.asarray(sol.x)[:, 2], exact(T), atol=1e-3)
+
+
+def test_given_start_relaxes_to_the_source():
+    graph = rc()
+    graph.capacitor.a.v = 0.5  # a charged capacitor, no DC solve: it discharges into the source
+    sol = solvers.simulate(graph, T, integrator=CFG, initial="given")
+    v = np.asarray(sol.x)[:, 2]
+    assert v[0] == 0.5
+    np.testing.assert_allclose(v, exact(T) + 0.5 * np.exp(-T / TAU), atol=1e-5)
+
+
+def test_batch_each_member_its_own_steps():
+    graph = rc()
+    sol = solvers.simulate_batch(graph, {".resistor.r": jnp.array([500.0, 2000.0])}, T,
+                                 integrator=CFG)
+    v = np.asarray(sol.x)[:, :, 2]
+    np.testing.assert_allclose(v[0], exact(T, 0.5e-3), atol=1e-5)
+    np.testing.assert_allclose(v[1], exact(T, 2e-3), atol=1e-5)
+    assert int(sol.n_steps[0]) != int(sol.n_steps[1])
+
+
+def test_full_step_buffer_is_reported_not_silent():
+    sol = solvers.simulate(rc(), T, integrator=solvers.Integrator(max_steps=5))
+    assert int(sol.result) == int(solvers.TRANSIENT_RESULTS.max_steps_reached)
+    assert np.isnan(np.asarray(sol.x)[-1]).all()
+    with pytest.raises(RuntimeError, match="max_steps_reached"):
+        sol.raise_if_failed()
+
+
+def test_gradient_matches_finite_differences():
+    def loss(r, c):
+        sol = solvers.simulate(rc(r, c), T, integrator=CFG)
+        return jnp.sum(sol.x[:, 2] ** 2)
+
+    g_r, g_c = jax.grad(loss, argnums=(0, 1))(1e3, 1e-6)
+    fd_r = (loss(1e3 + 1e-2, 1e-6) - loss(1e3 - 1e-2, 1e-6)) / 2e-2
+    fd_c = (loss(1e3, 1e-6 + 1e-11) - loss(1e3, 1e-6 - 1e-11)) / 2e-11
+    np.testing.assert_allclose(float(g_r), float(fd_r), rtol=1e-4)
+    np.testing.assert_allclose(float(g_c), float(fd_c), rtol=1e-4)
+
+
+def test_charge_must_return_pairs():
+    class Bad(sg.ReffableTreeNode):
+        a: Node
+
+        def charge(self):
+            return self.a.v
+
+    a, b = Node(), Node()
+    graph = Circuit(Ramp(a, solvers.Clock(), 1.0), Resistor(a, b, 1.0), Bad(b))
+    with pytest.raises(solvers.ModelError, match="pairs"):
+        solvers.simulate(graph, T)
+
+
+def test_new_values_of_one_structure_do_not_recompile():
+    from solvers import _simulate
+
+    solvers.simulate(rc(), T, integrator=CFG)
+    before = _simulate._run._cache_size()
+    sol = solvers.simulate(rc(r=2e3, c=2e-6, v1=3.0), T, integrator=CFG)
+    assert _simulate._run._cache_size() == before
+    np.testing.assert_allclose(np.asarray(sol.x)[:, 2], 3.0 * exact(T, 4e-3), atol=3e-5)

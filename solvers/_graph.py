@@ -24,6 +24,7 @@ except ImportError:  # pragma: no cover
 from ._banded import BandedLU, banded_beats_dense
 from ._batch import solve_flat_batch
 from ._dense import DenseLU
+from ._frame import solution_frame
 from ._method import AbstractRootMethod
 from ._polyalgorithm import Default, run_staged
 from ._solution import FlatSolution
@@ -131,6 +132,12 @@ class Solution:
         """Raise ``SolveError`` naming the worst failed member and what to try."""
         self.flat.raise_if_failed()
         return self
+
+    def to_frame(self, long: bool = False):
+        """The solved unknowns as a pandas DataFrame: one row per unknown (key path, owner
+        class, value; a batch has one column per member, or ``long=True`` one row per member
+        and unknown). Needs pandas: ``pip install 'simgraph[tables]'``."""
+        return solution_frame(self, long)
 
 
 def default_method(system: System, solver: Optional[AbstractRootMethod] = None, *,

@@ -11,10 +11,12 @@ import solvers
 
 from .._member_result import AbstractMemberResult
 from .._network_solve import newton, solve_graph, solve_graph_batch
+from .._tables import stack_frames
 from ._build import build_graph
 from ._constants import WaterConstants
 from ._elements import WaterGraph
 from ._inp_types import WaterNetwork
+from ._tables import link_frame, node_frame
 
 
 __all__ = ["WaterModel", "WaterResult", "WaterSweep", "build_water", "DEFAULT_METHOD",
@@ -146,6 +148,17 @@ class WaterResult(AbstractMemberResult):
         return {"heads": self.heads(), "flows": self.flows(), "converged": self.converged,
                 "iterations": self.iterations, "residual_norm": self.residual_norm}
 
+    def to_frames(self) -> dict:
+        """``{"nodes": ..., "links": ...}``: pandas DataFrames by EPANET id (see
+        :meth:`to_frame`)."""
+        return {"nodes": node_frame(self), "links": link_frame(self)}
+
+    def to_frame(self, table: str = "nodes"):
+        """A pandas DataFrame: ``"nodes"`` (type, elevation, head, pressure, demand by node
+        id) or ``"links"`` (type, ends, status, flow, velocity, head loss by link id); SI
+        units named in the columns. Needs pandas (``pip install 'simgraph[tables]'``)."""
+        return _table(self.to_frames(), table)
+
 
 class WaterSweep:
     """The members of a batched solve: ``sweep[i]`` is a :class:`WaterResult`."""
@@ -174,3 +187,20 @@ class WaterSweep:
         return {"parameter": self.parameter, "values": self.values.tolist(),
                 "sweep": [self[i].to_json() for i in range(len(self))],
                 "converged": bool(self.converged.all())}
+
+    def to_frames(self) -> dict:
+        """The members' tables (:meth:`WaterResult.to_frames`) stacked under an outer index
+        level named after the parameter, holding each member's value."""
+        members = [self[i].to_frames() for i in range(len(self))]
+        return {name: stack_frames([m[name] for m in members], self.values, self.parameter)
+                for name in ("nodes", "links")}
+
+    def to_frame(self, table: str = "nodes"):
+        """One of :meth:`to_frames` (``"nodes"`` or ``"links"``): rows by (value, id)."""
+        return _table(self.to_frames(), table)
+
+
+def _table(tables: dict, name: str):
+    if name not in tables:
+        raise KeyError(f"no table {name!r}; the tables are {', '.join(tables)}")
+    return tables[name]

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-__all__ = ["STATUS", "PointTable", "pandas", "point_row", "points_frame", "stack_frames", "write_csv"]
+__all__ = ["STATUS", "NamedTables", "PointTable", "SweepTables", "pandas", "point_row", "points_frame", "stack_frames", "write_csv"]
 
 #: Per-point solve status columns every table of a solve or sweep ends with.
 STATUS = ("converged", "iterations", "residual_norm")
@@ -78,3 +78,29 @@ class PointTable:
         """The solution as a one-row pandas DataFrame holding the numbers of ``to_json()``
         and the solve status. Needs pandas (``pip install 'simgraph[tables]'``)."""
         return points_frame([self.table_point()], self.LABELS)
+
+
+class NamedTables:
+    """Mixin of a result with several tables: ``to_frames()`` returns ``{name: DataFrame}``
+    (names :attr:`TABLES`, the first the main one) and ``to_frame(name)`` picks one."""
+
+    TABLES: tuple = ()
+
+    def to_frame(self, table: str | None = None) -> Any:
+        """The table ``table`` (default: the first of :attr:`TABLES`) as a pandas DataFrame.
+        Needs pandas (``pip install 'simgraph[tables]'``)."""
+        name = table or self.TABLES[0]
+        if name not in self.TABLES:
+            raise KeyError(f"no table {name!r}; the tables are {', '.join(self.TABLES)}")
+        return self.to_frames()[name]
+
+
+class SweepTables(NamedTables):
+    """Mixin of a sweep whose members (``sweep[i]``) have :class:`NamedTables`: each table
+    stacks the members' under an outer index level named ``parameter``, holding ``values``."""
+
+    def to_frames(self) -> dict:
+        """``{name: DataFrame}`` of the members' tables stacked by swept value."""
+        members = [self[i].to_frames() for i in range(len(self))]
+        return {name: stack_frames([m[name] for m in members], self.values, self.parameter)
+                for name in self.TABLES}

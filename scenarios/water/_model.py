@@ -11,7 +11,7 @@ import solvers
 
 from .._member_result import AbstractMemberResult
 from .._network_solve import newton, solve_graph, solve_graph_batch
-from .._tables import stack_frames
+from .._tables import NamedTables, SweepTables
 from ._build import build_graph
 from ._constants import WaterConstants
 from ._elements import WaterGraph
@@ -85,10 +85,12 @@ def _warn_status(problems: list) -> None:
                       "file ([STATUS]) to model that.", stacklevel=3)
 
 
-class WaterResult(AbstractMemberResult):
+class WaterResult(NamedTables, AbstractMemberResult):
     """Heads (m), flows (m3/s), demands by EPANET id; ``index`` picks one member of a sweep.
     ``residual_norm`` is max|F| in m of head or m3/s of flow.
     """
+
+    TABLES = ("nodes", "links")
 
     def __init__(self, model: WaterModel, solved, index: int | None = None):
         super().__init__(model, solved, index)
@@ -149,19 +151,17 @@ class WaterResult(AbstractMemberResult):
                 "iterations": self.iterations, "residual_norm": self.residual_norm}
 
     def to_frames(self) -> dict:
-        """``{"nodes": ..., "links": ...}``: pandas DataFrames by EPANET id (see
-        :meth:`to_frame`)."""
+        """``{"nodes": ..., "links": ...}`` as pandas DataFrames by EPANET id: ``"nodes"``
+        (type, elevation, head, pressure, demand), ``"links"`` (type, ends, status, flow,
+        velocity, head loss); SI units named in the columns. ``to_frame(name)`` picks one."""
         return {"nodes": node_frame(self), "links": link_frame(self)}
 
-    def to_frame(self, table: str = "nodes"):
-        """A pandas DataFrame: ``"nodes"`` (type, elevation, head, pressure, demand by node
-        id) or ``"links"`` (type, ends, status, flow, velocity, head loss by link id); SI
-        units named in the columns. Needs pandas (``pip install 'simgraph[tables]'``)."""
-        return _table(self.to_frames(), table)
 
+class WaterSweep(SweepTables):
+    """The members of a batched solve: ``sweep[i]`` is a :class:`WaterResult`; its tables
+    (``to_frames()``) stack the members' by ``parameter`` value."""
 
-class WaterSweep:
-    """The members of a batched solve: ``sweep[i]`` is a :class:`WaterResult`."""
+    TABLES = ("nodes", "links")
 
     def __init__(self, model: WaterModel, solved, parameter: str, values: np.ndarray):
         self.model, self.solved, self.parameter, self.values = model, solved, parameter, values
@@ -187,20 +187,3 @@ class WaterSweep:
         return {"parameter": self.parameter, "values": self.values.tolist(),
                 "sweep": [self[i].to_json() for i in range(len(self))],
                 "converged": bool(self.converged.all())}
-
-    def to_frames(self) -> dict:
-        """The members' tables (:meth:`WaterResult.to_frames`) stacked under an outer index
-        level named after the parameter, holding each member's value."""
-        members = [self[i].to_frames() for i in range(len(self))]
-        return {name: stack_frames([m[name] for m in members], self.values, self.parameter)
-                for name in ("nodes", "links")}
-
-    def to_frame(self, table: str = "nodes"):
-        """One of :meth:`to_frames` (``"nodes"`` or ``"links"``): rows by (value, id)."""
-        return _table(self.to_frames(), table)
-
-
-def _table(tables: dict, name: str):
-    if name not in tables:
-        raise KeyError(f"no table {name!r}; the tables are {', '.join(tables)}")
-    return tables[name]

@@ -10,7 +10,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-__all__ = ["STATUS", "NamedTables", "PointTable", "SweepTables", "pandas", "point_row", "points_frame", "stack_frames", "write_csv"]
+__all__ = ["STATUS", "NamedTables", "PointTable", "SweepTables", "pandas", "point_row",
+           "points_frame", "stack_frames", "write_csv"]
 
 #: Per-point solve status columns every table of a solve or sweep ends with.
 STATUS = ("converged", "iterations", "residual_norm")
@@ -77,7 +78,8 @@ class PointTable:
     def to_frame(self) -> Any:
         """The solution as a one-row pandas DataFrame holding the numbers of ``to_json()``
         and the solve status. Needs pandas (``pip install 'simgraph[tables]'``)."""
-        return points_frame([self.table_point()], self.LABELS)
+        index = pandas().RangeIndex(1, name="point")
+        return points_frame([self.table_point()], self.LABELS, index)
 
 
 class NamedTables:

@@ -41,7 +41,7 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
                   f"DC operating point: {_title(netlist)}", "tab:blue", xlabel="node")
 
     return Report.from_doc("circuit", doc, rows, solver, draw, title=_title(netlist),
-                           notes=notes)
+                           notes=notes, tables=lambda: {"circuit": result.to_frame()})
 
 
 def _title(netlist: Netlist) -> str:
@@ -69,4 +69,5 @@ def _sweep_report(netlist: Netlist, source: str, values, solver, progress) -> Re
 
     return Report.from_doc("circuit", doc, rows, solver, draw,
                            title=f"{_title(netlist)}: DC sweep of {source}, "
-                                 f"{len(result.values)} points in one batched solve", notes=notes)
+                                 f"{len(result.values)} points in one batched solve", notes=notes,
+                           tables=lambda: {"circuit": result.to_frame()})

@@ -62,10 +62,9 @@ def draw_map(fig, m: NetworkMap) -> None:
     """Draw ``m`` on a new axis of ``fig`` with colour bars for nodes and links."""
     ax = fig.add_subplot()
     _draw_links(fig, ax, m)
-    nodes = ax.scatter(m.xy[:, 0], m.xy[:, 1], c=m.node_values, cmap=m.node_cmap, s=60,
-                       edgecolors="k", linewidths=0.6, zorder=3, plotnonfinite=True)
+    nodes = ax.scatter(m.xy[:, 0], m.xy[:, 1], c=m.node_values, cmap=_greyed(m.node_cmap),
+                       s=60, edgecolors="k", linewidths=0.6, zorder=3, plotnonfinite=True)
     nodes.set_gid("nodes")
-    nodes.cmap.set_bad("lightgrey")
     fig.colorbar(nodes, ax=ax, label=m.node_label, shrink=0.85, pad=0.01)
     _draw_kinds(ax, m, m.xy, m.kinds, 170)
     _draw_kinds(ax, m, np.asarray([_middle(line)[0] for line in _polylines(m)]), m.link_kinds, 60)
@@ -83,6 +82,12 @@ def draw_map(fig, m: NetworkMap) -> None:
     ax.set_xlabel(m.where, fontsize=8, color="dimgrey")
 
 
+def _greyed(name: str):
+    """The colour map ``name`` with NaN values drawn light grey."""
+    import matplotlib
+    return matplotlib.colormaps[name].with_extremes(bad="lightgrey")
+
+
 def _polylines(m: NetworkMap) -> list[np.ndarray]:
     bends = list(m.bends) or [()] * len(m.links)
     return [np.asarray([m.xy[a], *bend, m.xy[b]], dtype=float)
@@ -95,10 +100,9 @@ def _draw_links(fig, ax, m: NetworkMap) -> None:
     values = np.asarray(m.link_values, dtype=float)
     scale = np.nanmax(np.abs(values)) if np.isfinite(values).any() else 1.0
     widths = 1.0 + 4.0 * np.nan_to_num(np.abs(values) / (scale or 1.0))
-    collection = LineCollection(lines, array=values, cmap=m.link_cmap, linewidths=widths,
-                                zorder=1)
+    collection = LineCollection(lines, array=values, cmap=_greyed(m.link_cmap),
+                                linewidths=widths, zorder=1)
     collection.set_gid("links")
-    collection.cmap.set_bad("lightgrey")
     ax.add_collection(collection)
     fig.colorbar(collection, ax=ax, label=m.link_label, shrink=0.85, pad=0.01)
     if m.direction is not None and len(lines) <= ARROW_LIMIT:

@@ -16,10 +16,10 @@ __all__ = ["graph_layout", "MAX_LAYOUT_NODES"]
 
 #: Above this many nodes a computed layout is a hairball (and O(n^2) memory): callers draw a
 #: chart instead.
-MAX_LAYOUT_NODES = 600
+MAX_LAYOUT_NODES = 500
 
 
-def graph_layout(n: int, edges: Sequence[tuple[int, int]], iterations: int = 200) -> np.ndarray:
+def graph_layout(n: int, edges: Sequence[tuple[int, int]], iterations: int = 100) -> np.ndarray:
     """Positions (n, 2) of the nodes ``0..n-1`` joined by ``edges`` (pairs of node indices),
     scaled to the unit square (nodes of separate components one hop further apart than the
     farthest connected pair)."""
@@ -56,17 +56,23 @@ def _classical_mds(dist: np.ndarray) -> np.ndarray:
     return x + jitter
 
 
-def _smacof(dist: np.ndarray, x: np.ndarray, iterations: int) -> np.ndarray:
-    """Minimise sum w_ij (|x_i - x_j| - d_ij)^2 with w = d^-2 by majorization steps."""
+def _smacof(dist: np.ndarray, x: np.ndarray, iterations: int, tol: float = 1e-5) -> np.ndarray:
+    """Minimise sum w_ij (|x_i - x_j| - d_ij)^2 with w = d^-2 by majorization steps, until
+    the positions move less than ``tol`` (relative) in a step."""
     n = len(dist)
     with np.errstate(divide="ignore"):
         weights = np.where(dist > 0, dist ** -2.0, 0.0)
-    laplacian = np.diag(weights.sum(axis=1)) - weights
-    inverse = np.linalg.pinv(laplacian)
+    inverse = np.linalg.pinv(np.diag(weights.sum(axis=1)) - weights)
+    pull = weights * dist
+    diagonal = np.arange(n)
     for _ in range(iterations):
-        gap = np.linalg.norm(x[:, None, :] - x[None, :, :], axis=-1)
+        gap = np.hypot(x[:, 0, None] - x[None, :, 0], x[:, 1, None] - x[None, :, 1])
         with np.errstate(divide="ignore", invalid="ignore"):
-            b = np.where(gap > 0, -weights * dist / gap, 0.0)
-        b[np.arange(n), np.arange(n)] = -b.sum(axis=1)
-        x = inverse @ (b @ x)
+            b = np.where(gap > 0, -pull / gap, 0.0)
+        b[diagonal, diagonal] = -b.sum(axis=1)
+        new = inverse @ (b @ x)
+        done = np.abs(new - x).max() <= tol * np.abs(new).max()
+        x = new
+        if done:
+            break
     return x

@@ -1,6 +1,9 @@
 """Network maps: nodes coloured by a result (head, pressure, voltage), links by another (flow,
 loading), at the file's coordinates or at a layout computed from the graph.
 
+A network without coordinates and too large for a readable computed layout gets charts
+instead: the node values by node (a profile) and the histogram of the link values.
+
 The node markers are one scatter collection with gid ``"nodes"`` (its offsets are the node
 positions, in the order of ``NetworkMap.names``); the links one line collection with gid
 ``"links"``.
@@ -12,9 +15,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ._layout import graph_layout
+from ._layout import MAX_LAYOUT_NODES, graph_layout
 
-__all__ = ["NetworkMap", "draw_map", "positions"]
+__all__ = ["NetworkMap", "draw_charts", "draw_map", "positions"]
 
 #: Networks up to this size get node labels and flow arrows.
 LABEL_LIMIT = 40
@@ -23,16 +26,18 @@ ARROW_LIMIT = 300
 
 @dataclasses.dataclass(frozen=True)
 class NetworkMap:
-    """What a map shows. ``xy`` (n, 2) positions of the nodes ``names``; ``node_values`` their
+    """What a map shows. ``xy`` (n, 2) positions of the nodes ``names`` (None: draw charts,
+    not a map); ``node_values`` their
     colours (NaN: not coloured, e.g. a reservoir's pressure); ``links`` pairs of node indices
     with ``link_values`` (colour and width: their magnitude) and ``bends`` (per link, points
     between its ends); ``direction`` (per link, the sign of the flow from first to second node:
     an arrow) or None; ``kinds`` per node (and ``link_kinds`` per link, marked at its middle)
     with ``markers`` {kind: matplotlib marker} for the kinds drawn apart (tanks, generators,
-    pumps); ``where`` says where the positions come from."""
+    pumps); ``where`` says where the positions come from; ``chart_axes`` label the charts drawn
+    instead of a map: the axis of nodes and the count of links."""
 
     names: Sequence[str]
-    xy: np.ndarray
+    xy: np.ndarray | None
     node_values: np.ndarray
     node_label: str
     links: Sequence[tuple[int, int]]
@@ -46,20 +51,27 @@ class NetworkMap:
     link_kinds: Sequence[str] = ()
     markers: Mapping[str, str] = dataclasses.field(default_factory=dict)
     node_cmap: str = "RdYlBu"
+    chart_axes: tuple[str, str] = ("node (file order)", "links")
     link_cmap: str = "viridis"
 
 
 def positions(names: Sequence[str], coordinates: Mapping[str, tuple[float, float]],
-              links: Sequence[tuple[int, int]]) -> tuple[np.ndarray, str]:
+              links: Sequence[tuple[int, int]]) -> tuple[np.ndarray | None, str]:
     """``(xy, where)``: the nodes' coordinates when the file gives every node one, else a
-    layout computed from the links (:func:`graph_layout`)."""
+    layout computed from the links (:func:`graph_layout`), else (too many nodes) None."""
     if names and all(name in coordinates for name in names):
         return np.asarray([coordinates[n] for n in names], dtype=float), "file coordinates"
+    if len(names) > MAX_LAYOUT_NODES:
+        return None, f"no coordinates, too many nodes ({len(names)}) for a computed layout"
     return graph_layout(len(names), links), "layout computed from the graph"
 
 
 def draw_map(fig, m: NetworkMap) -> None:
-    """Draw ``m`` on a new axis of ``fig`` with colour bars for nodes and links."""
+    """Draw ``m`` on a new axis of ``fig`` with colour bars for nodes and links (without
+    positions: :func:`draw_charts`)."""
+    if m.xy is None:
+        draw_charts(fig, m)
+        return
     ax = fig.add_subplot()
     _draw_links(fig, ax, m)
     nodes = ax.scatter(m.xy[:, 0], m.xy[:, 1], c=m.node_values, cmap=_greyed(m.node_cmap),
@@ -80,6 +92,20 @@ def draw_map(fig, m: NetworkMap) -> None:
     ax.set_yticks([])
     ax.set_title(m.title, fontsize=10)
     ax.set_xlabel(m.where, fontsize=8, color="dimgrey")
+
+
+def draw_charts(fig, m: NetworkMap) -> None:
+    """The node values by node and the histogram of the link values, side by side."""
+    left, right = fig.subplots(1, 2)
+    values = np.asarray(m.node_values, dtype=float)
+    left.plot(np.arange(len(values)), values, ".", ms=3)
+    left.set_xlabel(m.chart_axes[0])
+    left.set_ylabel(m.node_label)
+    links = np.asarray(m.link_values, dtype=float)
+    right.hist(links[np.isfinite(links)], bins=40, color="tab:purple")
+    right.set_xlabel(m.link_label)
+    right.set_ylabel(m.chart_axes[1])
+    fig.suptitle(f"{m.title}\n{m.where}", fontsize=9)
 
 
 def _greyed(name: str):

@@ -92,3 +92,15 @@ def test_power_flow_map_colours_buses_by_voltage(tmp_path):
     assert _collection(fig, "links").get_array().tolist() == loading.tolist()
     fig.savefig(tmp_path / "map.png")
     assert (tmp_path / "map.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_too_large_for_a_layout_draws_the_profile_and_the_histogram(monkeypatch):
+    import scenarios._maps
+    monkeypatch.setattr(scenarios._maps, "MAX_LAYOUT_NODES", 5)
+    report = powerflow.run(powerflow.EXAMPLE)
+    fig = Figure()
+    report.draw(fig)
+    profile, histogram = fig.axes
+    assert profile.lines[0].get_ydata().tolist() == list(report.json["vm"].values())
+    assert sum(p.get_height() for p in histogram.patches) == 9  # every rated branch
+    assert "too many nodes (9)" in fig._suptitle.get_text()

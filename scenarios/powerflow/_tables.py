@@ -7,7 +7,7 @@ import numpy as np
 
 from .._tables import pandas
 
-__all__ = ["bus_frame", "branch_frame"]
+__all__ = ["bus_frame", "branch_frame", "branch_columns"]
 
 
 def bus_frame(result: Any) -> Any:
@@ -24,17 +24,22 @@ def bus_frame(result: Any) -> Any:
 
 def branch_frame(result: Any) -> Any:
     """One row per in-service branch (index ``branch``: its position in ``case.branches``):
-    ``from_bus``, ``to_bus``, power sent in at each end ``p_from_mw``, ``q_from_mvar``,
-    ``p_to_mw``, ``q_to_mvar``, losses ``pl_mw``, ``ql_mvar``, and ``loading_percent``:
-    the larger end's apparent power over RATE_A (NaN for unrated branches)."""
+    the columns of :func:`branch_columns`."""
+    index = pandas().Index(result.model.case.branch_array("index"), name="branch")
+    return pandas().DataFrame(branch_columns(result), index=index)
+
+
+def branch_columns(result: Any) -> dict:
+    """Arrays over ``case.branches``: ``from_bus``, ``to_bus``, power sent in at each end
+    ``p_from_mw``, ``q_from_mvar``, ``p_to_mw``, ``q_to_mvar``, losses ``pl_mw``,
+    ``ql_mvar``, and ``loading_percent``: the larger end's apparent power over RATE_A (NaN
+    for unrated branches)."""
     case = result.model.case
     p_f, q_f, p_t, q_t = result.branch_flows() * case.base_mva
     rating = case.branch_array("rate_a").astype(float) * case.base_mva
     apparent = np.maximum(np.hypot(p_f, q_f), np.hypot(p_t, q_t))
     with np.errstate(divide="ignore", invalid="ignore"):
         loading = np.where(rating > 0, 100.0 * apparent / rating, np.nan)
-    columns = {"from_bus": case.branch_array("from_bus"), "to_bus": case.branch_array("to_bus"),
-               "p_from_mw": p_f, "q_from_mvar": q_f, "p_to_mw": p_t, "q_to_mvar": q_t,
-               "pl_mw": p_f + p_t, "ql_mvar": q_f + q_t, "loading_percent": loading}
-    index = pandas().Index(case.branch_array("index"), name="branch")
-    return pandas().DataFrame(columns, index=index)
+    return {"from_bus": case.branch_array("from_bus"), "to_bus": case.branch_array("to_bus"),
+            "p_from_mw": p_f, "q_from_mvar": q_f, "p_to_mw": p_t, "q_to_mvar": q_t,
+            "pl_mw": p_f + p_t, "ql_mvar": q_f + q_t, "loading_percent": loading}

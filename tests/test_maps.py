@@ -6,6 +6,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
 from scenarios import powerflow, water
@@ -38,6 +40,24 @@ def test_reader_keeps_coordinates_and_vertices_as_plain_data():
                          ("[VERTICES]\n P9  1  2\n", "unknown link 'P9'")):
         with pytest.raises(FormatError, match=message):
             water.read_inp(NET1.replace("[LABELS]", bad + "[LABELS]"))
+
+
+_TOKENS = st.sampled_from(["10", "2", "9", "110", "P9", "1.5", "-3e2", "x", "1e", ";", '"'])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["COORDINATES", "VERTICES"]),
+       st.lists(st.lists(_TOKENS, min_size=1, max_size=4), max_size=4))
+def test_fuzzed_map_sections_read_or_raise_format_error(section, rows):
+    text = NET1.replace("[LABELS]", f"[{section}]\n" + "\n".join(" ".join(r) for r in rows)
+                        + "\n[LABELS]")
+    try:
+        net = water.read_inp(text)
+    except FormatError as err:
+        assert str(err).startswith("<string>:")
+        return
+    points = [*net.coordinates.values(), *(p for v in net.vertices.values() for p in v)]
+    assert all(len(p) == 2 and all(type(c) is float for c in p) for p in points)
 
 
 def test_net1_map_puts_the_nodes_at_the_file_coordinates():

@@ -18,15 +18,19 @@ def read_map(path: str, sections: Sections, nodes: Container[str],
     node replaces an earlier one (as EPANET), vertices of one link accumulate."""
     coordinates = {}
     for line in sections["COORDINATES"]:
-        coordinates[_owner(path, line, nodes, "node", "COORDINATES")] = _point(path, line)
+        node = _owner(path, line, nodes, "node", "COORDINATES")
+        coordinates[node] = _point(path, line)
     vertices: dict = {}
     for line in sections["VERTICES"]:
-        vertices.setdefault(_owner(path, line, links, "link", "VERTICES"), []).append(
-            _point(path, line))
+        link = _owner(path, line, links, "link", "VERTICES")
+        vertices.setdefault(link, []).append(_point(path, line))
     return coordinates, {link: tuple(points) for link, points in vertices.items()}
 
 
 def _owner(path: str, line: Line, known: Container[str], kind: str, section: str) -> str:
+    if not line.tokens:
+        raise FormatError(path, line.number, f"[{section}] line has no {kind} id",
+                          f"write '{kind.upper()}-ID X Y'")
     name = line.tokens[0]
     if name not in known:
         raise FormatError(path, line.number, f"[{section}] names unknown {kind} {name!r}",

@@ -18,6 +18,7 @@ import numpy as np
 
 from ._cli_domains import SCENARIOS, ScenarioUnavailable
 from ._cli_report import Report, SweepSpec
+from ._tables import pandas, write_csv
 
 __all__ = ["main", "parse_sweep"]
 
@@ -43,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="solve for COUNT evenly spaced values of PARAM in batched solves")
     run.add_argument("--plot", metavar="FILE.png", help="write a plot (needs matplotlib)")
     run.add_argument("--json", metavar="FILE", help="write the solution as JSON")
+    run.add_argument("--csv", metavar="DIR", help="write the result tables as CSV files into "
+                     "DIR, one per table (needs pandas)")
     demo = sub.add_parser("demo", help="a short tour of every scenario on its shipped example")
     demo.add_argument("--out", metavar="DIR", help="where to write the plots (default: a new "
                       "temporary directory)")
@@ -88,6 +91,13 @@ def _need_matplotlib():
     return matplotlib
 
 
+def _need_pandas() -> None:
+    try:
+        pandas()
+    except ImportError as err:
+        raise UsageError(f"--csv: {err}") from None
+
+
 def write_plot(report: Report, path: str | os.PathLike) -> bool:
     """Draw ``report`` into ``path`` (PNG etc.); False if no plot helps for this run."""
     if report.draw is None:
@@ -121,6 +131,8 @@ def cmd_run(args) -> int:
     sweep = parse_sweep(args.sweep) if args.sweep else None
     if args.plot:
         _need_matplotlib()
+    if args.csv:
+        _need_pandas()
     if args.input is not None and not Path(args.input).is_file():
         raise UsageError(f"input file {args.input!r} does not exist (or is not a file)")
     for flag, out in (("--json", args.json), ("--plot", args.plot)):
@@ -130,6 +142,10 @@ def cmd_run(args) -> int:
     if args.json:
         _write_json(report, args.json)
         print(f"wrote {args.json}")
+    if args.csv:
+        written = write_csv(report.tables(), args.csv) if report.tables else []
+        print(f"wrote {', '.join(map(str, written))}" if written else
+              f"no tables for this run of {scenario.name}")
     if args.plot:
         if write_plot(report, args.plot):
             print(f"wrote plot {args.plot}")

@@ -1,7 +1,8 @@
 """What a scenario run hands to the command line: a summary, the JSON document, a plot.
 
 Each domain's ``run(...)`` returns a :class:`Report`; ``python -m scenarios run`` prints it,
-writes ``report.json`` with ``--json`` and calls ``report.draw(figure)`` with ``--plot``.
+writes ``report.json`` with ``--json``, ``report.tables()`` with ``--csv`` and calls
+``report.draw(figure)`` with ``--plot``.
 The helpers below build the parts a domain's run shares with the others: the report from a
 result's JSON document (:meth:`Report.from_doc`), table rows of named values or of a sweep's
 ends, and line or bar plots of named values.
@@ -29,7 +30,8 @@ class SweepSpec:
 class Report:
     """A finished run. ``rows`` are the main results ``(name, value, unit)``; ``json`` the
     document ``--json`` writes (with ``converged``, ``iterations``, ``residual_norm``);
-    ``draw(fig)`` draws the plot into a matplotlib figure (None: no plot helps here)."""
+    ``draw(fig)`` draws the plot into a matplotlib figure (None: no plot helps here);
+    ``tables()`` returns the result's pandas tables ``{name: DataFrame}`` for ``--csv``."""
 
     scenario: str
     solver: str
@@ -41,16 +43,18 @@ class Report:
     draw: Callable[[Any], None] | None = None
     title: str = ""
     notes: list = dataclasses.field(default_factory=list)
+    tables: Callable[[], Mapping[str, Any]] | None = None
 
     @classmethod
     def from_doc(cls, scenario: str, doc: Mapping, rows: list, solver: Any = None,
                  draw: Callable[[Any], None] | None = None, *, title: str = "",
-                 notes: Iterable[str] = ()) -> "Report":
+                 notes: Iterable[str] = (),
+                 tables: Callable[[], Mapping[str, Any]] | None = None) -> "Report":
         """The report of a run whose JSON document ``doc`` (a result's ``to_json()``) holds
         ``converged``, ``iterations`` and ``residual_norm``; ``solver`` is the method the
         run was given (named by :func:`solver_name`)."""
         return cls(scenario, solver_name(solver), bool(doc["converged"]), int(doc["iterations"]),
-                   float(doc["residual_norm"]), rows, doc, draw, title, list(notes))
+                   float(doc["residual_norm"]), rows, doc, draw, title, list(notes), tables)
 
     def table(self, max_rows: int = 12) -> str:
         """The readable summary printed by ``python -m scenarios run``."""

@@ -6,19 +6,18 @@ are kept as arrays with a leading sweep axis, with names for their columns.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
 import solvers
 
+from ._tables import STATUS, pandas, points_frame
+
 __all__ = ["SweepTable", "sweep_arrays", "STATUS", "SWEEP_CHUNK"]
 
 #: Points per batched solve of a sweep; longer sweeps show a progress bar on a terminal.
 SWEEP_CHUNK = 256
-
-#: Per-point solve status arrays every sweep carries.
-STATUS = ("converged", "iterations", "residual_norm")
 
 
 def sweep_arrays(graph: Any, updates: Mapping[str, Any], extract: Callable[[Any], dict],
@@ -47,6 +46,9 @@ class SweepTable:
     values: np.ndarray
     columns: dict
     arrays: dict
+    #: Column label of each result group in :meth:`to_frame` (default ``"key[{}]"``; a tuple
+    #: of labels names the components of a vector entry).
+    LABELS: ClassVar[dict] = {}
 
     def column(self, key: str, name: str) -> np.ndarray:
         """The values of result ``key`` for the entry ``name`` over the sweep."""
@@ -80,6 +82,15 @@ class SweepTable:
         return {"parameter": self.param, "values": [float(v) for v in self.values],
                 "sweep": points, "converged": self.converged, "iterations": self.iterations,
                 "residual_norm": self.residual_norm}
+
+
+    def to_frame(self) -> Any:
+        """The sweep as a pandas DataFrame: one row per point, indexed by the swept values,
+        one column per named result (:attr:`LABELS`) and the solve status of each point;
+        the numbers of :meth:`to_json`. Needs pandas (``pip install 'simgraph[tables]'``)."""
+        doc = self.to_json()
+        labels = {key: self.LABELS.get(key, key + "[{}]") for key in self.columns}
+        return points_frame(doc["sweep"], labels, pandas().Index(doc["values"], name=self.param))
 
 
 def _py(value):

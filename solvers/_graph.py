@@ -24,6 +24,7 @@ except ImportError:  # pragma: no cover
 from ._banded import BandedLU, banded_beats_dense
 from ._batch import solve_flat_batch
 from ._dense import DenseLU
+from ._frame import solution_frame
 from ._method import AbstractRootMethod
 from ._polyalgorithm import Default, run_staged
 from ._result import RESULTS
@@ -161,6 +162,11 @@ class Solution:
             found = self.lowered.diagnose(None, params)
             found = None if found is None else f"at the start x0, {found}"
         return found
+    def to_frame(self, long: bool = False):
+        """The solved unknowns as a pandas DataFrame: one row per unknown (key path, owner
+        class, value; a batch has one column per member, or ``long=True`` one row per member
+        and unknown). Needs pandas: ``pip install 'simgraph[tables]'``."""
+        return solution_frame(self, long)
 
 
 def default_method(system: System, solver: Optional[AbstractRootMethod] = None, *,

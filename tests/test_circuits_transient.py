@@ -58,6 +58,14 @@ def test_cli_runs_tran_and_matches_ngspice(rc_step_report):
     rc_step_report.draw(Figure())
 
 
+def test_transient_table_holds_the_json_waveforms(rc_step_report):
+    frame = rc_step_report.tables()["circuit"]
+    doc = rc_step_report.json
+    assert frame.index.name == "time_s" and frame.index.tolist() == doc["time"]
+    assert frame["V(out)"].tolist() == doc["node_voltages"]["out"]
+    assert frame["I(V1)"].tolist() == doc["source_currents"]["V1"]
+
+
 def test_rlc_ringing_matches_ngspice_and_closed_form():
     ref = reference("rlc_ring")
     res = simulate_circuit(DATA / "rlc_ring.cir")

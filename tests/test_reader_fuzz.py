@@ -17,7 +17,7 @@ READERS = {
     "powerflow/case9.m": read_matpower,
     "circuits/ladder_rd_5.cir": read_netlist,
 }
-TOKENS = st.sampled_from(["1e400", "-1e400", "nan", "inf", "0", "-1", "[", "]", "[PIPES",
+TOKENS = st.sampled_from(['"', "1e400", "-1e400", "nan", "inf", "0", "-1", "[", "]", "[PIPES",
                           "[END]", ";", "%", "'", "(", ")", "=", "mpc.bus = [", "];", "x", "",
                           "1e-400", "9" * 400, "D(IS=", ".model", ".end", "\t"])
 

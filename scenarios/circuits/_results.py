@@ -15,10 +15,14 @@ from solvers import RESULTS
 
 from .._cli_report import solve_status
 from .._sweep_table import SweepTable
+from .._tables import PointTable
 from ._elements import Circuit, Diode, diode_current
 from ._netlist import GROUND
 
-__all__ = ["CircuitResult", "CircuitSweep", "diode_currents"]
+__all__ = ["CircuitResult", "CircuitSweep", "diode_currents", "LABELS"]
+
+#: Table columns by ngspice's names: ``V(node)`` in V, ``I(source)`` and ``I(diode)`` in A.
+LABELS = {"node_voltages": "V({})", "source_currents": "I({})", "diode_currents": "I({})"}
 
 
 def _lookup(table: dict, name: str, what: str):
@@ -48,13 +52,15 @@ def diode_currents(graph: Circuit, names: list) -> np.ndarray:
 
 
 @dataclasses.dataclass(frozen=True)
-class CircuitResult:
+class CircuitResult(PointTable):
     """A solved circuit: values by netlist name; ``graph`` is the solved :class:`Circuit`.
 
     ``solution`` has the flat solve's ``result`` code, ``converged``, ``iterations`` and
     ``residual_norm``; ``message()`` explains a failure and what to try.
+    ``to_frame()`` is one row: ``V(node)``, ``I(vsource)``, ``I(diode)`` and the solve status.
     """
 
+    LABELS = LABELS
     graph: Circuit
     solution: Any
     names: Circuit  # the circuit as built: its dicts keep the netlist's order of names
@@ -113,11 +119,16 @@ class CircuitResult:
                 "converged": conv, "iterations": iters, "residual_norm": norm,
                 "result": self.result.name}
 
+    def table_point(self) -> dict:
+        return {**self.to_json(), "diode_currents": self.diode_currents()}
+
 
 class CircuitSweep(SweepTable):
     """A DC sweep of one source: ``voltage("n3")`` etc. are arrays over ``values``;
     ``to_json()`` has one ``{"node_voltages", "source_currents", ...}`` object per point
-    under ``"sweep"``."""
+    under ``"sweep"``; ``to_frame()`` one row per point (``V(node)``, ``I(source)``, ...)."""
+
+    LABELS = LABELS
 
     def voltage(self, node: str) -> np.ndarray:
         if node == GROUND:

@@ -44,7 +44,7 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
                   f"DC operating point: {_title(netlist)}", "tab:blue", xlabel="node")
 
     return Report.from_doc("circuit", doc, rows, solver, draw, title=_title(netlist),
-                           notes=notes)
+                           notes=notes, tables=lambda: {"circuit": result.to_frame()})
 
 
 def _title(netlist: Netlist) -> str:
@@ -72,7 +72,8 @@ def _sweep_report(netlist: Netlist, source: str, values, solver, progress) -> Re
 
     return Report.from_doc("circuit", doc, rows, solver, draw,
                            title=f"{_title(netlist)}: DC sweep of {source}, "
-                                 f"{len(result.values)} points in one batched solve", notes=notes)
+                                 f"{len(result.values)} points in one batched solve", notes=notes,
+                           tables=lambda: {"circuit": result.to_frame()})
 
 
 def _transient_report(netlist: Netlist) -> Report:
@@ -94,4 +95,5 @@ def _transient_report(netlist: Netlist) -> Report:
                    "time (s)", "current (A)", "source currents")
 
     return Report.from_doc("circuit", doc, rows, None, draw,
-                           title=f"{_title(netlist)}: transient", notes=notes)
+                           title=f"{_title(netlist)}: transient", notes=notes,
+                           tables=lambda: {"circuit": result.to_frame()})

@@ -18,6 +18,7 @@ import numpy as np
 
 import solvers
 
+from .._tables import pandas
 from ._build import build_circuit
 from ._netlist import Netlist, Transient, VoltageSource
 from ._solve import solve_circuit
@@ -66,6 +67,16 @@ class CircuitTransient:
                 "converged": self.converged, "result": sol.message(),
                 "iterations": int(sol.n_newton), "accepted_steps": int(sol.n_steps),
                 "rejected_steps": int(sol.n_rejected), "residual_norm": 0.0}
+
+    def to_frame(self):
+        """The waveforms as a pandas DataFrame: one row per time point (index ``time_s``),
+        columns ``V(node)``, ``I(V1)`` and ``I(L1)`` as in ngspice; needs pandas."""
+        columns = {f"V({k})": v for k, v in self.node_voltages.items()}
+        columns.update({f"I({k})": v for k, v in self.source_currents.items()})
+        columns.update({f"I({k})": v for k, v in self.inductor_currents.items()})
+        pd = pandas()
+        return pd.DataFrame({k: np.asarray(v) for k, v in columns.items()},
+                            index=pd.Index(self.time, name="time_s"))
 
 
 def _named(table: dict, name: str, what: str) -> np.ndarray:

@@ -34,6 +34,7 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
     rows = (named_rows("x[{}]", doc["x"], "")
             + [(f"dx[{e}]/d{_provider_of(graph, e)}", v, "") for e, v in doc["dx_dm"].items()])
     return Report.from_doc("equations", doc, rows, solver,
+                           tables=lambda: {"equations": result.to_frame()},
                            title="m * x = c with shared slopes (x = c/m, dx/dm = -c/m^2)")
 
 
@@ -51,4 +52,5 @@ def _sweep_report(graph, result: EquationsSweep, solver) -> Report:
                    "x", f"solutions over a sweep of {param} ({len(result.values)} points)")
 
     return Report.from_doc("equations", result.to_json(), rows, solver, draw,
+                           tables=lambda: {"equations": result.to_frame()},
                            title=f"m * x = c, batched sweep of {param}")

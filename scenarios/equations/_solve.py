@@ -17,6 +17,7 @@ import solvers
 
 from .._cli_report import solve_status
 from .._sweep_table import SweepTable, sweep_arrays
+from .._tables import PointTable
 from ._model import EquationSet
 
 __all__ = ["EquationsResult", "EquationsSweep", "solve_equations", "sweep_equations",
@@ -24,9 +25,11 @@ __all__ = ["EquationsResult", "EquationsSweep", "solve_equations", "sweep_equati
 
 
 @dataclasses.dataclass(frozen=True)
-class EquationsResult:
-    """A solved equations graph: ``x("e1")`` by name; ``graph`` is the solved graph."""
+class EquationsResult(PointTable):
+    """A solved equations graph: ``x("e1")`` by name; ``graph`` is the solved graph;
+    ``to_frame()``: one row (``x[name]``, solve status)."""
 
+    LABELS = {"x": "x[{}]"}
     graph: EquationSet
     solution: Any
 

@@ -36,7 +36,8 @@ class Bus:
 
 @dataclass(frozen=True)
 class Branch:
-    """A line or transformer (MATPOWER pi model, ideal transformer ``tap * exp(j shift)`` at FROM)."""
+    """A line or transformer (MATPOWER pi model, ideal transformer ``tap * exp(j shift)`` at FROM);
+    ``rate_a``: long-term MVA rating per unit (0: unlimited, as MATPOWER's RATE_A)."""
 
     index: int
     from_bus: int
@@ -49,6 +50,7 @@ class Branch:
     tap: float = 1.0
     shift_deg: float = 0.0
     is_transformer: bool = False
+    rate_a: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -182,7 +182,8 @@ class _Builder:
                 f, t = ends
                 tap = row[8] if row[8] != 0.0 else 1.0
                 branches.append(Branch(len(branches), f, t, index[f], index[t], row[2], row[3],
-                                       row[4], tap, row[9], row[8] != 0.0 or row[9] != 0.0))
+                                       row[4], tap, row[9], row[8] != 0.0 or row[9] != 0.0,
+                                       rate_a=row[5] / self.base))
         if off:
             self.notes.append(f"dropped {off} out-of-service branch(es)")
         if at_isolated:

@@ -9,9 +9,11 @@ import numpy as np
 
 from .._member_result import AbstractMemberResult
 from .._network_solve import newton, solve_graph, solve_graph_batch
+from .._tables import NamedTables, SweepTables
 from ._build import build_graph
 from ._case import PowerCase
 from ._elements import PowerGraph, branch_power
+from ._tables import branch_frame, bus_frame
 
 
 __all__ = ["BusResult", "PowerModel", "PowerResult", "PowerSweep", "build_powerflow",
@@ -72,23 +74,30 @@ class BusResult:
         return math.degrees(self.va)
 
 
-class PowerResult(AbstractMemberResult):
+class PowerResult(NamedTables, AbstractMemberResult):
     """Bus voltages and injections by case bus number; ``index`` picks one member of a sweep.
     ``residual_norm`` is max|F| in p.u. power mismatch.
     """
 
+    TABLES = ("bus", "branch")
+
     def __init__(self, model: PowerModel, solved, index: int | None = None):
         super().__init__(model, solved, index)
         self._buses: dict | None = None
+        self._flows: np.ndarray | None = None
 
     def bus(self, bus_id: int) -> BusResult:
         """The result at case bus number ``bus_id``."""
+        buses = self._computed()
+        if bus_id not in buses:
+            raise KeyError(f"case {self.model.case.name!r} has no bus {bus_id!r}; bus numbers "
+                           f"run from {min(buses)} to {max(buses)}.")
+        return buses[bus_id]
+
+    def _computed(self) -> dict:
         if self._buses is None:
             self._buses = self._compute()
-        if bus_id not in self._buses:
-            raise KeyError(f"case {self.model.case.name!r} has no bus {bus_id!r}; bus numbers "
-                           f"run from {min(self._buses)} to {max(self._buses)}.")
-        return self._buses[bus_id]
+        return self._buses
 
     def _compute(self) -> dict:
         g, case = self.solved.graph, self.model.case
@@ -96,7 +105,8 @@ class PowerResult(AbstractMemberResult):
         buses = [g.buses[b.id] for b in case.buses]
         vm, va = col(buses, "vm"), col(buses, "va")
         branches = {f: col(g.branches, f) for f in ("r", "x", "b", "tap", "shift")}
-        s = _injections(case, vm, va, branches)
+        self._flows = _branch_flows(case, vm, va, branches)
+        s = _injections(case, self._flows)
         load = {i: complex(self._value(d.p), self._value(d.q)) * self._value(d.loading.scale)
                 for i, d in g.loads.items()}
         shunt = {i: complex(self._value(sh.g), -self._value(sh.b)) for i, sh in g.shunts.items()}
@@ -107,6 +117,12 @@ class PowerResult(AbstractMemberResult):
             out[b.id] = BusResult(b.id, b.type, float(vm[k]), float(va[k]), inj.real, inj.imag,
                                   gen.real, gen.imag)
         return out
+
+    def branch_flows(self) -> np.ndarray:
+        """Power sent into each branch of ``case.branches`` (p.u.): rows P and Q at the FROM
+        end, P and Q at the TO end (shape (4, branches))."""
+        self._computed()
+        return self._flows
 
     def vm(self) -> dict:
         return {b.id: self.bus(b.id).vm for b in self.model.case.buses}
@@ -122,21 +138,38 @@ class PowerResult(AbstractMemberResult):
                 "converged": self.converged, "iterations": self.iterations,
                 "residual_norm": self.residual_norm}
 
+    def to_frames(self) -> dict:
+        """``{"bus": ..., "branch": ...}`` as pandas DataFrames, as pandapower's ``res_bus``
+        and ``res_line``: ``"bus"`` by bus number (type, vm_pu, va_degree, injections and
+        generation in MW/Mvar), ``"branch"`` by position in ``case.branches`` (end buses,
+        flows at both ends, losses, loading_percent). ``to_frame(name)`` picks one."""
+        return {"bus": bus_frame(self), "branch": branch_frame(self)}
 
-def _injections(case: PowerCase, vm, va, branches: dict) -> np.ndarray:
-    """Complex power each bus sends into its branches (p.u.), from the branch model."""
+
+def _branch_flows(case: PowerCase, vm, va, branches: dict) -> np.ndarray:
+    """(P_f, Q_f, P_t, Q_t) sent into each branch at its ends (p.u.), from the branch model."""
     f = case.branch_array("from_index").astype(int)
     t = case.branch_array("to_index").astype(int)
-    p_f, q_f, p_t, q_t = (np.asarray(a) for a in branch_power(
-        vm[f], va[f], vm[t], va[t], *(branches[k] for k in ("r", "x", "b", "tap", "shift"))))
+    return np.asarray([np.asarray(a) for a in branch_power(
+        vm[f], va[f], vm[t], va[t], *(branches[k] for k in ("r", "x", "b", "tap", "shift")))])
+
+
+def _injections(case: PowerCase, flows: np.ndarray) -> np.ndarray:
+    """Complex power each bus sends into its branches (p.u.)."""
+    f = case.branch_array("from_index").astype(int)
+    t = case.branch_array("to_index").astype(int)
+    p_f, q_f, p_t, q_t = flows
     s = np.zeros(len(case.buses), dtype=complex)
     np.add.at(s, f, p_f + 1j * q_f)
     np.add.at(s, t, p_t + 1j * q_t)
     return s
 
 
-class PowerSweep:
-    """The members of a batched solve: ``sweep[i]`` is a :class:`PowerResult`."""
+class PowerSweep(SweepTables):
+    """The members of a batched solve: ``sweep[i]`` is a :class:`PowerResult`; its tables
+    (``to_frames()``) stack the members' by ``parameter`` value."""
+
+    TABLES = ("bus", "branch")
 
     def __init__(self, model: PowerModel, solved, parameter: str, values: np.ndarray):
         self.model, self.solved, self.parameter, self.values = model, solved, parameter, values

@@ -9,6 +9,7 @@ import numpy as np
 
 from .._cli_report import Report, SweepSpec
 from ._case_json import read_case_json
+from ._map import draw_power_flow
 from ._matpower import read_matpower
 from ._model import SWEEP_PARAMETERS, build_powerflow
 
@@ -42,7 +43,9 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
              "Vm p.u. / Va deg") for b in case.buses]
     notes = [] if result.converged else [result.message()]
     return Report("powerflow", _name(solver), result.converged, result.iterations,
-                  result.residual_norm, rows, doc, None, title=title, notes=notes)
+                  result.residual_norm, rows, doc, lambda fig: draw_power_flow(
+                      fig, result, f"{case.name}: bus voltages and branch loading"),
+                  title=title, notes=notes, tables=result.to_frames)
 
 
 def _sweep_report(model, sweep: SweepSpec, solver, progress, title: str) -> Report:
@@ -70,4 +73,5 @@ def _sweep_report(model, sweep: SweepSpec, solver, progress, title: str) -> Repo
     return Report("powerflow", _name(solver), bool(np.all(result.converged)),
                   doc["iterations"], doc["residual_norm"], rows, doc, draw,
                   title=title + f", sweep of {span}",
-                  notes=[f"named sweep parameters: {known} (or a parameter key path)"])
+                  notes=[f"named sweep parameters: {known} (or a parameter key path)"],
+                  tables=result.to_frames)

@@ -26,7 +26,8 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
     if sweep is not None:
         return _sweep_report(net, sweep_thermal(net, sweep.param, sweep.values, solver=solver,
                                                 progress=progress), solver)
-    doc = solve_thermal(net, solver=solver).to_json()
+    result = solve_thermal(net, solver=solver)
+    doc = result.to_json()
     rows = (named_rows("T[{}]", doc["temperatures"], "K")
             + named_rows("q[{}]", doc["heat_flows"], "W")
             + named_rows("boundary q[{}]", doc["boundary_heat"], "W")
@@ -39,6 +40,7 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
                   bottom=0.9 * min(temperatures.values()))
 
     return Report.from_doc("thermal", doc, rows, solver, draw,
+                           tables=lambda: {"thermal": result.to_frame()},
                            title="thermal network with conduction and grey-body radiation")
 
 
@@ -51,4 +53,5 @@ def _sweep_report(net, result: ThermalSweep, solver) -> Report:
                    param, "temperature (K)", f"temperatures over a sweep of {param}")
 
     return Report.from_doc("thermal", result.to_json(), rows, solver, draw,
+                           tables=lambda: {"thermal": result.to_frame()},
                            title=f"thermal network, batched sweep of {param}")

@@ -12,9 +12,13 @@ import solvers
 
 from .._cli_report import solve_status
 from .._sweep_table import SweepTable, sweep_arrays
+from .._tables import PointTable
 from ._model import ThermalNetwork
 
 __all__ = ["ThermalResult", "ThermalSweep", "solve_thermal", "sweep_thermal", "parameter_path"]
+
+#: Table columns: ``T[node]`` (K), ``q[link]`` (W, from its a to its b), ``boundary q[name]`` (W).
+LABELS = {"temperatures": "T[{}]", "heat_flows": "q[{}]", "boundary_heat": "boundary q[{}]"}
 
 
 def _flows(net: ThermalNetwork) -> dict:
@@ -35,10 +39,12 @@ def _columns(net: ThermalNetwork) -> dict:
 
 
 @dataclasses.dataclass(frozen=True)
-class ThermalResult:
+class ThermalResult(PointTable):
     """A solved network: ``temperature("plate")`` (K), ``heat_flow("r1")`` (W, from its
-    ``a`` to its ``b``), ``boundary_heat("sink")`` (W injected to hold the temperature)."""
+    ``a`` to its ``b``), ``boundary_heat("sink")`` (W injected to hold the temperature);
+    ``to_frame()``: one row (``T[node]``, ``q[link]``, ``boundary q[name]``, status)."""
 
+    LABELS = LABELS
     graph: ThermalNetwork
     solution: Any
 
@@ -78,6 +84,8 @@ class ThermalResult:
 
 class ThermalSweep(SweepTable):
     """Results over a sweep: ``temperature("plate")`` etc. are arrays over the points."""
+
+    LABELS = LABELS
 
     def temperature(self, node: str) -> np.ndarray:
         return self.column("temperatures", node)

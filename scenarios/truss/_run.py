@@ -45,6 +45,7 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
         ax.set_ylabel("y (m)")
 
     return Report.from_doc("truss", doc, rows, solver, draw,
+                           tables=lambda: {"truss": result.to_frame()},
                            title="plane truss, exact large-displacement kinematics")
 
 
@@ -72,6 +73,7 @@ def _sweep_report(truss, result: TrussSweep, solver) -> Report:
         ax.grid(True, alpha=0.3)
 
     return Report.from_doc("truss", result.to_json(), rows, solver, draw,
+                           tables=lambda: {"truss": result.to_frame()},
                            title=f"truss, batched sweep of {param}")
 
 

@@ -11,9 +11,15 @@ import solvers
 
 from .._cli_report import solve_status
 from .._sweep_table import SweepTable, sweep_arrays
+from .._tables import PointTable
 from ._model import Truss, axial_force
 
 __all__ = ["TrussResult", "TrussSweep", "solve_truss", "sweep_truss", "parameter_path"]
+
+#: Table columns: displacements ``ux[node]``, ``uy[node]`` (m), axial forces ``N[bar]`` (N),
+#: support reactions ``Rx[support]``, ``Ry[support]`` (N).
+LABELS = {"displacements": ("ux[{}]", "uy[{}]"), "axial_forces": "N[{}]",
+          "reactions": ("Rx[{}]", "Ry[{}]")}
 
 
 def _arrays(truss: Truss) -> dict:
@@ -35,10 +41,12 @@ def _columns(truss: Truss) -> dict:
 
 
 @dataclasses.dataclass(frozen=True)
-class TrussResult:
+class TrussResult(PointTable):
     """A solved truss: ``displacement("apex")`` (m, (ux, uy)), ``axial_force("left")`` (N,
-    tension positive), ``reaction("pin")`` (N, the force the support applies)."""
+    tension positive), ``reaction("pin")`` (N, the force the support applies);
+    ``to_frame()``: one row (``ux[node]``, ``uy[node]``, ``N[bar]``, ``Rx``/``Ry``, status)."""
 
+    LABELS = LABELS
     graph: Truss
     solution: Any
 
@@ -72,6 +80,8 @@ class TrussResult:
 
 class TrussSweep(SweepTable):
     """Results over a sweep: ``displacement("apex")`` has shape (points, 2), etc."""
+
+    LABELS = LABELS
 
     def displacement(self, node: str) -> np.ndarray:
         return self.column("displacements", node)

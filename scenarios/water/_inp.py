@@ -3,10 +3,10 @@
 Supported: [JUNCTIONS] [RESERVOIRS] [TANKS] [PIPES] [PUMPS] [DEMANDS] [STATUS] [PATTERNS]
 [CURVES] [CONTROLS] [OPTIONS] [TIMES] (pattern step/start, start clock time), all flow units,
 H-W/D-W/C-M (stored; the model decides), constant-power and head-curve pumps. Read and kept but
-not evaluated: [RULES] (EPANET first checks rules after the t = 0 solution). Ignored, as they
-do not change the hydraulics: map, label, tag, report, quality, reaction, source, mixing and
-energy sections. Not supported: non-empty [VALVES], [EMITTERS], [LEAKAGE]. Any other section is
-an error.
+not evaluated: [RULES] (EPANET first checks rules after the t = 0 solution). Kept for maps:
+[COORDINATES] and [VERTICES]. Ignored, as they do not change the hydraulics: label, tag,
+report, quality, reaction, source, mixing and energy sections. Not supported: non-empty
+[VALVES], [EMITTERS], [LEAKAGE]. Any other section is an error.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from .._errors import FormatError
 from .._source import read_source
 from ._inp_controls import LinkState, apply_t0, read_controls, read_status
+from ._inp_map import read_map
 from ._inp_sections import Line, Sections, hours, number, split_sections
 from ._inp_types import DemandCategory, Junction, Pipe, Pump, Reservoir, Tank, WaterNetwork
 from ._inp_units import FLOW_UNITS, UnitSystem, power_curve_fit, unit_system
@@ -90,6 +91,7 @@ class _InpReader:
         controls = read_controls(self.path, s["CONTROLS"], states, self.nodes)
         controls = apply_t0(controls, states, pumps, self.patterns, self.period,
                             {t.name: t for t in tanks}, self.nodes, units.length, clock)
+        coordinates, vertices = read_map(self.path, s, self.nodes, self.links)
         return WaterNetwork(
             title="\n".join(line.text for line in s["TITLE"]), flow_units=flow_units,
             units=units, headloss=headloss, demand_multiplier=dmult,
@@ -98,7 +100,7 @@ class _InpReader:
             pumps=tuple(states[p.name].finish_pump(p) for p in pumps), patterns=self.patterns,
             curves=self.curves, controls=controls, rules=tuple(x.text for x in s["RULES"]),
             options=self.options, pattern_step_s=step, pattern_start_s=start,
-            start_clocktime_s=clock)
+            start_clocktime_s=clock, coordinates=coordinates, vertices=vertices)
 
     # ----- options and times ----------------------------------------------------------
     def _options(self, lines: list[Line]):

@@ -60,6 +60,9 @@ def split_sections(path: str, text: str) -> Sections:
             raise FormatError(path, number, "data before the first [SECTION] header",
                               "start the file with a section such as [TITLE]")
         tokens = tuple(t.strip('"') for t in _TOKEN.findall(body))
+        if not any(tokens):
+            raise FormatError(path, number, f"no data in {body!r}", "remove the line or "
+                              "complete it")
         sections[current].append(Line(number, tokens, body))
     for name, what in UNSUPPORTED.items():
         if sections[name]:

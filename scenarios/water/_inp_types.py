@@ -141,6 +141,8 @@ class WaterNetwork:
     ``flow_units`` is the file's flow unit (pick ``constants.epanet.hw_k_SI_effective`` with it);
     ``units.epanet_flow_ratio`` is EPANET's internal/physical flow factor. ``headloss`` is
     ``"H-W"``, ``"D-W"`` or ``"C-M"``. ``patterns`` and ``curves`` are in file units.
+    ``coordinates`` (``{node: (x, y)}``) and ``vertices`` (``{link: ((x, y), ...)}``, the bends
+    between its end nodes) place the network on a map, in the file's map units.
     """
 
     title: str
@@ -161,6 +163,8 @@ class WaterNetwork:
     pattern_step_s: int = 3600
     pattern_start_s: int = 0
     start_clocktime_s: int = 0
+    coordinates: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    vertices: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
 
     @property
     def node_names(self) -> tuple[str, ...]:

@@ -11,10 +11,12 @@ import solvers
 
 from .._member_result import AbstractMemberResult
 from .._network_solve import newton, solve_graph, solve_graph_batch
+from .._tables import NamedTables, SweepTables
 from ._build import build_graph
 from ._constants import WaterConstants
 from ._elements import WaterGraph
 from ._inp_types import WaterNetwork
+from ._tables import link_frame, node_frame
 
 
 __all__ = ["WaterModel", "WaterResult", "WaterSweep", "build_water", "DEFAULT_METHOD",
@@ -83,10 +85,12 @@ def _warn_status(problems: list) -> None:
                       "file ([STATUS]) to model that.", stacklevel=3)
 
 
-class WaterResult(AbstractMemberResult):
+class WaterResult(NamedTables, AbstractMemberResult):
     """Heads (m), flows (m3/s), demands by EPANET id; ``index`` picks one member of a sweep.
     ``residual_norm`` is max|F| in m of head or m3/s of flow.
     """
+
+    TABLES = ("nodes", "links")
 
     def __init__(self, model: WaterModel, solved, index: int | None = None):
         super().__init__(model, solved, index)
@@ -146,9 +150,18 @@ class WaterResult(AbstractMemberResult):
         return {"heads": self.heads(), "flows": self.flows(), "converged": self.converged,
                 "iterations": self.iterations, "residual_norm": self.residual_norm}
 
+    def to_frames(self) -> dict:
+        """``{"nodes": ..., "links": ...}`` as pandas DataFrames by EPANET id: ``"nodes"``
+        (type, elevation, head, pressure, demand), ``"links"`` (type, ends, status, flow,
+        velocity, head loss); SI units named in the columns. ``to_frame(name)`` picks one."""
+        return {"nodes": node_frame(self), "links": link_frame(self)}
 
-class WaterSweep:
-    """The members of a batched solve: ``sweep[i]`` is a :class:`WaterResult`."""
+
+class WaterSweep(SweepTables):
+    """The members of a batched solve: ``sweep[i]`` is a :class:`WaterResult`; its tables
+    (``to_frames()``) stack the members' by ``parameter`` value."""
+
+    TABLES = ("nodes", "links")
 
     def __init__(self, model: WaterModel, solved, parameter: str, values: np.ndarray):
         self.model, self.solved, self.parameter, self.values = model, solved, parameter, values

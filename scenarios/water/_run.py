@@ -9,6 +9,7 @@ import numpy as np
 
 from .._cli_report import Report, SweepSpec
 from ._inp import read_inp
+from ._map import draw_water_map
 from ._model import SWEEP_PARAMETERS, build_water
 
 __all__ = ["EXAMPLE", "run"]
@@ -37,7 +38,9 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
             + [(f"Q[{n}]", q, "m3/s") for n, q in doc["flows"].items()])
     notes = [] if result.converged else [result.message()]
     return Report("water", _name(solver), result.converged, result.iterations,
-                  result.residual_norm, rows, doc, None, title=title, notes=notes)
+                  result.residual_norm, rows, doc,
+                  lambda fig: draw_water_map(fig, result, f"{name}: pressure and flow at t = 0"),
+                  title=title, notes=notes, tables=result.to_frames)
 
 
 def _sweep_report(model, sweep: SweepSpec, solver, progress, title: str) -> Report:
@@ -64,4 +67,5 @@ def _sweep_report(model, sweep: SweepSpec, solver, progress, title: str) -> Repo
     known = ", ".join(SWEEP_PARAMETERS)
     return Report("water", _name(solver), bool(np.all(result.converged)), doc["iterations"],
                   doc["residual_norm"], rows, doc, draw, title=title + f", sweep of {span}",
-                  notes=[f"named sweep parameters: {known} (or a parameter key path)"])
+                  notes=[f"named sweep parameters: {known} (or a parameter key path)"],
+                  tables=result.to_frames)

@@ -137,7 +137,7 @@ class _Keys:
         self.py = _python_keys(jax.config.jax_enable_x64)
 
     def leaf(self, v, where):
-        """``(shape, canonical dtype)`` of a data leaf; ``where()`` names it in errors."""
+        """``(shape, canonical dtype)`` of a data leaf; ``where`` = (class, field) for errors."""
         key = self.py.get(type(v))
         if key is not None:
             return key
@@ -147,7 +147,7 @@ class _Keys:
                 dt = self.dtypes[v.dtype] = canonical(v.dtype)
             return (tuple(v.shape), dt)
         raise sg.GraphTypeError(
-            f"{where()}: holds a {type(v).__name__}, which is neither an array, a number nor a "
+            f"{where[0].__name__}.{where[1]}: holds a {type(v).__name__}, which is neither an array, a number nor a "
             "node. Model data must be arrays or numbers; declare other metadata with sg.static()."
         )
 
@@ -181,7 +181,7 @@ def analyse(st, leaves: list) -> tuple[Analysis, list]:
             fkeys, pos, refs = [], [], []
             for f in fields:
                 shape, r, span = f.shapes[i], f.refs[i], f.leaves[i]
-                fkeys.append(_field_key(shape, r, span, leaves, keys, lambda f=f: f"{g.cls.__name__}.{f.name}"))
+                fkeys.append(_field_key(shape, r, span, leaves, keys, (g.cls, f.name)))
                 pos.extend(span)
                 refs.extend(x for x in r if x >= 0)
             key = (g.cls, g.statics[i], tuple(fkeys))
@@ -316,7 +316,7 @@ def _matches(values: list, col: Column, keys: _Keys) -> bool:
     if all(t in keys.py for t in types):
         return all(keys.py[t] == expect for t in types)
     try:
-        return all(keys.leaf(v, None) == expect for v in values)
+        return all(keys.leaf(v, (object, col.field)) == expect for v in values)
     except sg.GraphTypeError:
         return False
 

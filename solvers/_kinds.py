@@ -23,7 +23,8 @@ from ._model_errors import ModelError
 
 _REF = ("ref",)
 _NONE = ("none",)
-_PY_DTYPES = {float: np.float64, int: np.int64, bool: np.bool_, complex: np.complex128}
+_PY_DTYPES = {float: np.float64, int: np.int64, bool: np.bool_, complex: np.complex128,
+              **{t: t for t in (np.float64, np.float32, np.int64, np.int32, np.bool_, np.complex128)}}
 _CANON: dict = {}
 
 
@@ -125,7 +126,7 @@ class Analysis:
 
 @functools.lru_cache(maxsize=2)
 def _python_keys(x64: bool) -> dict:
-    """Keys of Python numbers under the x64 setting ``x64``."""
+    """Keys of Python and numpy scalars under the x64 setting ``x64``."""
     return {t: ((), canonical(d)) for t, d in _PY_DTYPES.items()}
 
 
@@ -283,30 +284,50 @@ def gather(an: Analysis, positions: list, leaves: list):
     (the graph then needs a new analysis). Numbers and numpy leaves are stacked on the host
     into numpy params, jax arrays on the device (one compiled gather per layout: no leaf
     leaves the device)."""
-    keys, host, device = _Keys(), {}, {}
-    for ki, (kind, pos) in enumerate(zip(an.kinds, positions)):
-        for j, col in enumerate(kind.columns):
-            values = list(map(leaves.__getitem__, pos[:, j].tolist()))
-            where = (ki, j)
-            if not _matches(values, col, keys):
-                return None
-            if any(isinstance(v, jax.Array) for v in values):
-                device[where] = values
-            else:
-                host[where] = np.asarray(values, dtype=col.dtype).reshape((kind.count,) + col.shape)
-    if device:
-        dtypes = tuple(an.kinds[ki].columns[j].dtype for ki, j in device)
-        device = dict(zip(device, _stack_on_device(tuple(device.values()), dtypes)))
+    columns = _uniform_columns(an, positions, leaves)
+    if columns is None:
+        columns = _columns(an, positions, leaves)
+        if columns is None:
+            return None
     x_pieces, params = [], {}
     for ki, kind in enumerate(an.kinds):
         cols = params[kind.label] = {}
         for j, col in enumerate(kind.columns):
-            stacked = host[ki, j] if (ki, j) in host else device[ki, j]
             if col.unknown:
-                x_pieces.append((kind.xidx[j], stacked))
+                x_pieces.append((kind.xidx[j], columns[ki, j]))
             else:  # host values stay numpy: a jitted solve takes them with its own transfer
-                cols[col.label] = stacked
+                cols[col.label] = columns[ki, j]
     return _assemble_x(an, x_pieces), params
+
+
+def _uniform_columns(an: Analysis, positions: list, leaves: list) -> dict | None:
+    """The columns when every leaf is a number of one type and every column is of its
+    dtype (the common case: one host array of all leaves, indexed per column); else None."""
+    types = set(map(type, leaves))
+    key = _python_keys(jax.config.jax_enable_x64).get(types.pop()) if len(types) == 1 else None
+    if key is None or any((c.shape, c.dtype) != key for kind in an.kinds for c in kind.columns):
+        return None
+    flat = np.asarray(leaves, dtype=key[1])
+    return {(ki, j): flat[pos[:, j]] for ki, (kind, pos) in enumerate(zip(an.kinds, positions))
+            for j in range(len(kind.columns))}
+
+
+def _columns(an: Analysis, positions: list, leaves: list) -> dict | None:
+    """The columns, each checked against the layout; None at the first mismatch."""
+    keys, host, device = _Keys(), {}, {}
+    for ki, (kind, pos) in enumerate(zip(an.kinds, positions)):
+        for j, col in enumerate(kind.columns):
+            values = list(map(leaves.__getitem__, pos[:, j].tolist()))
+            if not _matches(values, col, keys):
+                return None
+            if any(isinstance(v, jax.Array) for v in values):
+                device[ki, j] = values
+            else:
+                host[ki, j] = np.asarray(values, dtype=col.dtype).reshape((kind.count,) + col.shape)
+    if device:
+        dtypes = tuple(an.kinds[ki].columns[j].dtype for ki, j in device)
+        host.update(zip(device, _stack_on_device(tuple(device.values()), dtypes)))
+    return host
 
 
 def _matches(values: list, col: Column, keys: _Keys) -> bool:

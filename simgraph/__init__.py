@@ -25,6 +25,18 @@ from ._query import nodes as nodes, leaves_with_owners as leaves_with_owners, Le
 
 from ._compare import structure_difference as structure_difference
 from ._io import load as load, save as save
-from ._split import GraphStructure as GraphStructure, is_unknown as is_unknown, merge as merge, split as split
+from ._split import (
+    GraphStructure as GraphStructure,
+    is_unknown as is_unknown,
+    leaf_filter as leaf_filter,
+    merge as merge,
+    split as split,
+)
+from ._structure import (
+    FieldStructure as FieldStructure,
+    GroupStructure as GroupStructure,
+    Structure as Structure,
+    structure as structure,
+)
 from ._stack import stack as stack, unstack as unstack, update as update
 __version__ = "0.1.0"

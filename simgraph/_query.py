@@ -7,12 +7,12 @@ from typing import Any
 
 import jax
 
-from . import _tables
+from . import _tables, _walk
 
 
 def nodes(root: Any) -> list:
     """Every node reachable from ``root``, in the canonical (flatten) order; root first."""
-    return _tables.walk(root)[2]
+    return _walk.traverse(root)[2]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,7 @@ from ._query import LeafInfo, leaves_with_owners
 Filter = Union[None, type, str, Callable[[LeafInfo], bool], tuple]
 
 
-def matcher(where: Filter) -> Callable[[LeafInfo], bool]:
+def leaf_filter(where: Filter) -> Callable[[LeafInfo], bool]:
     """Turn a filter spec into a predicate on :class:`LeafInfo`.
 
     ``None`` selects everything; a node class selects the leaves of nodes of that class; a
@@ -35,7 +35,7 @@ def matcher(where: Filter) -> Callable[[LeafInfo], bool]:
             return lambda info: info.field == field and type(info.node).__name__ == cls_name
         return lambda info: info.field == field
     if isinstance(where, tuple):
-        preds = [matcher(w) for w in where]
+        preds = [leaf_filter(w) for w in where]
         return lambda info: any(p(info) for p in preds)
     if callable(where):
         return where
@@ -73,7 +73,7 @@ jax.tree_util.register_pytree_node(
 
 def split(graph: Any, where: Filter = None) -> tuple[dict[str, Any], GraphStructure]:
     """Return ``(state, structure)``: selected leaves by key path, and everything else."""
-    pred = matcher(where)
+    pred = leaf_filter(where)
     treedef = jax.tree_util.tree_structure(graph)
     state, rest, selected, paths = {}, [], [], []
     for info, leaf in leaves_with_owners(graph):

@@ -44,8 +44,8 @@ MIXED = "mixed"
 
 _LEAF_TYPES = frozenset(
     {float, int, bool, complex, type(None), np.ndarray, np.float64, np.float32, np.int64,
-     np.int32, np.bool_, np.complex128, type(jax.numpy.zeros(()))}
-)
+     np.int32, np.bool_, np.complex128}
+)  # jax arrays are matched by `_ARRAY_TYPES` (naming their concrete type would start a backend)
 _ARRAY_TYPES = (jax.Array, jax.core.Tracer)
 _get_dict = operator.attrgetter("__dict__")
 
@@ -93,10 +93,13 @@ def _by_class(nodes: list, lo: int, hi: int) -> list:
     if types.count(types[0]) == len(types):
         return [(types[0], id_sequence(range(lo, hi)), level)]
     by: dict = {}
-    for k, (t, obj) in enumerate(zip(types, level), lo):
+    start = 0
+    for t, run in itertools.groupby(types):  # classes mostly come in runs (dicts of one class)
+        stop = start + sum(1 for _ in run)
         members = by.setdefault(t, ([], []))
-        members[0].append(k)
-        members[1].append(obj)
+        members[0].extend(range(lo + start, lo + stop))
+        members[1].extend(level[start:stop])
+        start = stop
     return [(t, id_sequence(ks), objs) for t, (ks, objs) in by.items()]
 
 
@@ -259,6 +262,10 @@ def _container(value, index, nodes, children, base):
         spec = _node_sequence(value, index, nodes, base)
         if spec is not None:
             return spec
+    elif type(value) is dict and value:
+        spec = _node_dict(value, index, nodes, base)
+        if spec is not None:
+            return spec
     leaves, treedef = jax.tree_util.tree_flatten(value, is_leaf=lambda x: isinstance(x, base))
     if not any(isinstance(leaf, base) for leaf in leaves):
         children.append(value)
@@ -278,6 +285,18 @@ def _node_sequence(seq, index, nodes, base):
     if not all(issubclass(t, base) for t in set(map(type, seq))):
         return None
     return (type(seq), _reference_ids(tuple(seq), index, nodes))
+
+
+def _node_dict(d: dict, index, nodes, base):
+    """Fast path for a dict of nodes (e.g. ``nodes: dict[str, Node]``): ``(treedef, ids)``.
+    JAX orders a dict's leaves itself (by sorted keys); flattening the positions finds that
+    order without a Python callback per value."""
+    order, treedef = jax.tree_util.tree_flatten({k: i for i, k in enumerate(d)})
+    if treedef.num_leaves != len(d):
+        return None
+    values = list(d.values())
+    spec = _node_sequence(list(map(values.__getitem__, order)), index, nodes, base)
+    return None if spec is None else (treedef, spec[1])
 
 
 def path_of(root: Any, target: Any) -> str:

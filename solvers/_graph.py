@@ -329,7 +329,7 @@ def _sweep_values(system: System, values: Mapping[Any, Any]) -> tuple[tuple, tup
     paths = system.structure.paths
     keys, batched = [], []
     for key, value in values.items():
-        sel = paths.sweep_key(key)
+        sel = paths.sweep_key(key, system._nodes)
         value = value if isinstance(value, jax.Array) else jnp.asarray(value)
         if value.ndim == 0:
             raise ValueError(f"solve_batch value for {sel.key!r} is a scalar: give one value "

@@ -186,7 +186,7 @@ def make_views(an, group: Group, data: list) -> list:
             continue
         kind = an.kinds[slot.kind]
         d = views[j].__dict__
-        for name, value in zip(kind.cls.__sg_layout__.static, kind.statics):
+        for name, value in zip(_kinds.field_names(kind.cls)[1], kind.statics):
             d[name] = value
 
         def ref(s, j=j, kind=kind):

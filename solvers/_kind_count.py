@@ -12,6 +12,8 @@ import os
 import sys
 import warnings
 
+import simgraph as sg
+
 #: Classes with fewer nodes than this are never warned about (a few kinds cost little).
 MIN_NODES = 32
 #: Warn when a class has at least this many kinds per node.
@@ -37,7 +39,7 @@ def warn_if_kinds_multiply(kinds) -> None:
         nodes = sum(kind.count for kind in group)
         if nodes < MIN_NODES or len(group) < KINDS_PER_NODE * nodes:
             continue
-        names = cls.__sg_layout__.static
+        names = [f.name for f in sg.fields(cls) if f.kind == "static"]
         varying = [name for i, name in enumerate(names)
                    if len({kind.statics[i] for kind in group}) > 1]
         why = (f"their static field(s) {', '.join(varying)} differ from node to node"

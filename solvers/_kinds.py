@@ -10,6 +10,7 @@ Concrete leaves are stacked with numpy on the host; traced leaves with ``jnp.sta
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import jax
@@ -17,13 +18,13 @@ import jax.numpy as jnp
 import numpy as np
 
 import simgraph as sg
-from simgraph import _tables, _walk
 
 from ._model_errors import ModelError
 
 _REF = ("ref",)
 _NONE = ("none",)
-_PY_DTYPES = {float: np.float64, int: np.int64, bool: np.bool_, complex: np.complex128}
+_PY_DTYPES = {float: np.float64, int: np.int64, bool: np.bool_, complex: np.complex128,
+              **{t: t for t in (np.float64, np.float32, np.int64, np.int32, np.bool_, np.complex128)}}
 _CANON: dict = {}
 
 
@@ -75,7 +76,6 @@ class Kind:
     columns: tuple  # Column per data leaf
     members: np.ndarray  # node ids, increasing
     slots: np.ndarray  # (count, n_slots) node ids
-    sample: Any = None  # the first member (for key paths of reference slots, computed lazily)
     label: str = ""
     xidx: dict = dataclasses.field(default_factory=dict)  # column index -> (count, size) x indices
     _slot_paths: tuple | None = None
@@ -98,7 +98,7 @@ class Kind:
                 if f.treedef is None:
                     paths.extend(attr for item in f.items if item[0] == "ref")
                 elif any(item[0] == "ref" for item in f.items):
-                    subs = _subpaths(self.sample.__dict__[f.name])
+                    subs = subpaths(f.treedef)
                     paths.extend(attr + sub for sub, item in zip(subs, f.items) if item[0] == "ref")
             self._slot_paths = tuple(paths)
         return self._slot_paths
@@ -124,12 +124,10 @@ class Analysis:
         return len(self.kind_of)
 
 
-def _is_node(v) -> bool:
-    return isinstance(v, sg.ReffableTreeNode)
-
-
-def _subpaths(value) -> list:
-    return [tuple(p) for p, _ in jax.tree_util.tree_flatten_with_path(value, is_leaf=_is_node)[0]]
+@functools.lru_cache(maxsize=2)
+def _python_keys(x64: bool) -> dict:
+    """Keys of Python and numpy scalars under the x64 setting ``x64``."""
+    return {t: ((), canonical(d)) for t, d in _PY_DTYPES.items()}
 
 
 class _Keys:
@@ -137,10 +135,10 @@ class _Keys:
 
     def __init__(self):
         self.dtypes: dict = {}
-        self.py = {t: ((), canonical(d)) for t, d in _PY_DTYPES.items()}
+        self.py = _python_keys(jax.config.jax_enable_x64)
 
     def leaf(self, v, where):
-        """``(shape, canonical dtype)`` of a data leaf; ``where()`` names it in errors."""
+        """``(shape, canonical dtype)`` of a data leaf; ``where`` = (class, field) for errors."""
         key = self.py.get(type(v))
         if key is not None:
             return key
@@ -150,98 +148,69 @@ class _Keys:
                 dt = self.dtypes[v.dtype] = canonical(v.dtype)
             return (tuple(v.shape), dt)
         raise sg.GraphTypeError(
-            f"{where()}: holds a {type(v).__name__}, which is neither an array, a number nor a "
+            f"{where[0].__name__}.{where[1]}: holds a {type(v).__name__}, which is neither an array, a number nor a "
             "node. Model data must be arrays or numbers; declare other metadata with sg.static()."
         )
 
-    def container(self, v, where, index):
-        """Key, data leaves and reference ids of a container field."""
-        leaves, treedef = jax.tree_util.tree_flatten(v, is_leaf=_is_node)
-        keys, data, refs = [], [], []
-        for leaf in leaves:
-            if _is_node(leaf):
-                keys.append(_REF)
-                refs.append(index()[id(leaf)])
-            else:
-                keys.append(self.leaf(leaf, where))
-                data.append(leaf)
-        return (treedef, tuple(keys)), data, refs
-
 
 _ARRAYS = (np.ndarray, np.generic, jax.Array)
+_LEAF = jax.tree_util.tree_structure(0)
+_NONE_DEF = jax.tree_util.tree_structure(None)
 
 
-def _describe(node, entry, keys: _Keys, index):
-    """``(kind key, data leaves, ref ids)`` of one node, using the walk's field specs."""
-    cls, statics, specs = entry
-    d = node.__dict__
-    fkeys, data, refs = [], [], []
-    py = keys.py
-    for name, spec in zip(cls.__sg_layout__.dynamic, specs):
-        if type(spec) is not int:  # a container holding only references
-            fkeys.append((spec[0], (_REF,) * len(spec[1])))
-            refs.extend(spec[1])
-        elif spec >= 0:
-            fkeys.append(_REF)
-            refs.append(spec)
-        else:
-            v = d[name]
-            key = py.get(type(v))
-            if key is not None:
-                fkeys.append(key)
-                data.append(v)
-            elif v is None:
-                fkeys.append(_NONE)
-            elif spec == _walk.CHILD and isinstance(v, _ARRAYS):
-                fkeys.append(keys.leaf(v, None))
-                data.append(v)
-            else:
-                key, d_, r_ = keys.container(v, lambda: f"{cls.__name__}.{name}", index)
-                fkeys.append(key)
-                data.extend(d_)
-                refs.extend(r_)
-    return (cls, statics, tuple(fkeys)), data, refs
+def _field_key(shape, refs, span, leaves, keys: _Keys, where):
+    """Kind key of one field value from its `sg.FieldStructure` entries; appends to ``pos``."""
+    if shape == _LEAF:
+        if refs[0] >= 0:
+            return _REF
+        return keys.leaf(leaves[span.start], where)
+    if shape == _NONE_DEF:
+        return _NONE
+    data = iter(span)
+    return (shape, tuple(_REF if r >= 0 else keys.leaf(leaves[next(data)], where) for r in refs))
 
 
-def analyse(root) -> tuple[Analysis, list, list]:
-    """Walk the graph; return the kinds, per kind the per-member data leaves, and the nodes."""
-    _, entries, nodes = _tables.walk(root)  # validates references and static hashability
-    cache: dict = {}
-
-    def index():
-        if not cache:
-            cache.update({id(node): k for k, node in enumerate(nodes)})
-        return cache
-
+def analyse(st, leaves: list) -> tuple[Analysis, list]:
+    """The kinds of the graph of structure ``st`` (an `sg.Structure`) with flat ``leaves``, and
+    per kind the positions in ``leaves`` of each member's data leaves, shape (count, columns)."""
     keys = _Keys()
     by_key: dict = {}
-    kind_of = np.empty(len(nodes), dtype=np.int64)
-    for k, (node, entry) in enumerate(zip(nodes, entries)):
-        key, data, refs = _describe(node, entry, keys, index)
-        group = by_key.get(key)
-        if group is None:
-            group = by_key[key] = (len(by_key), [], [], [])
-        kind_of[k] = group[0]
-        group[1].append(k)
-        group[2].append(data)
-        group[3].append(refs)
-    kinds, datas = [], []
-    for key, (_, members, data, refs) in by_key.items():
-        kinds.append(_make_kind(key, members, refs, nodes[members[0]]))
-        datas.append(data)
+    kind_of = np.empty(st.n_nodes, dtype=np.int64)
+    for g in st.groups:
+        fields = g.fields
+        for i, k in enumerate(g.nodes):
+            fkeys, pos, refs = [], [], []
+            for f in fields:
+                shape, r, span = f.shapes[i], f.refs[i], f.leaves[i]
+                fkeys.append(_field_key(shape, r, span, leaves, keys, (g.cls, f.name)))
+                pos.extend(span)
+                refs.extend(x for x in r if x >= 0)
+            key = (g.cls, g.statics[i], tuple(fkeys))
+            group = by_key.get(key)
+            if group is None:
+                group = by_key[key] = (len(by_key), [], [], [])
+            kind_of[k] = group[0]
+            group[1].append(k)
+            group[2].append(pos)
+            group[3].append(refs)
+    kinds, positions = [], []
+    for key, (_, members, pos, refs) in by_key.items():
+        kind = _make_kind(key, members, refs)  # members increase: groups come level by level
+        kinds.append(kind)
+        positions.append(np.asarray(pos, dtype=np.int64).reshape(kind.count, len(kind.columns)))
     _label(kinds)
-    pos_of = np.empty(len(nodes), dtype=np.int64)
+    pos_of = np.empty(st.n_nodes, dtype=np.int64)
     for kind in kinds:
         pos_of[kind.members] = np.arange(kind.count)
-    return _layout_x(kinds, kind_of, pos_of), datas, nodes
+    return _layout_x(kinds, kind_of, pos_of), positions
 
 
-def _make_kind(key, members, refs, sample) -> Kind:
+def _make_kind(key, members, refs) -> Kind:
     cls, statics, fkeys = key
-    infos = cls.__sg_layout__
+    dynamic, _, unknowns = field_names(cls)
     fields, columns, n_slots = [], [], 0
-    for name, fkey in zip(infos.dynamic, fkeys):
-        unknown = name in infos.unknown
+    for name, fkey in zip(dynamic, fkeys):
+        unknown = name in unknowns
         if fkey == _REF:
             fields.append(FieldLayout(name, None, (("ref", n_slots),)))
             n_slots += 1
@@ -252,10 +221,8 @@ def _make_kind(key, members, refs, sample) -> Kind:
             columns.append(Column(name, (), fkey[0], fkey[1], unknown))
         else:
             treedef, leaf_keys = fkey
-            has_data = any(lk != _REF for lk in leaf_keys)
-            subs = _subpaths(sample.__dict__[name]) if has_data else [None] * len(leaf_keys)
             items = []
-            for sub, lk in zip(subs, leaf_keys):
+            for sub, lk in zip(subpaths(treedef), leaf_keys):
                 if lk == _REF:
                     items.append(("ref", n_slots))
                     n_slots += 1
@@ -264,8 +231,27 @@ def _make_kind(key, members, refs, sample) -> Kind:
                     columns.append(Column(name, sub, lk[0], lk[1], unknown))
             fields.append(FieldLayout(name, treedef, tuple(items)))
     slots = np.asarray(refs, dtype=np.int64).reshape(len(members), n_slots)
-    return Kind(key, cls, statics, tuple(fields), tuple(columns), np.asarray(members, dtype=np.int64),
-                slots, sample)
+    return Kind(key, cls, statics, tuple(fields), tuple(columns), np.asarray(members, dtype=np.int64), slots)
+
+
+_FIELD_NAMES: dict = {}
+
+
+def field_names(cls: type) -> tuple[tuple, tuple, frozenset]:
+    """``(dynamic, static, unknown)`` field names of a node class, from ``sg.fields`` (cached)."""
+    out = _FIELD_NAMES.get(cls)
+    if out is None:
+        infos = sg.fields(cls)
+        out = _FIELD_NAMES[cls] = (tuple(i.name for i in infos if i.kind != "static"),
+                                   tuple(i.name for i in infos if i.kind == "static"),
+                                   frozenset(i.name for i in infos if i.kind == "unknown"))
+    return out
+
+
+def subpaths(treedef) -> list:
+    """Key paths (tuples of keys) of the leaves of ``treedef`` inside the value."""
+    dummy = jax.tree_util.tree_unflatten(treedef, [0] * treedef.num_leaves)
+    return [tuple(p) for p, _ in jax.tree_util.tree_flatten_with_path(dummy)[0]]
 
 
 def _label(kinds) -> None:
@@ -292,40 +278,77 @@ def _layout_x(kinds, kind_of, pos_of) -> Analysis:
     return Analysis(kinds, kind_of, pos_of, x_start, x_size, int(x_size.sum()), x_dtype)
 
 
-def stack_columns(analysis: Analysis, datas: list) -> tuple[Any, dict]:
-    """Return ``(x0, params)``; params maps kind label -> {column label: stacked array}."""
-    pieces, params = [], {}
-    for kind, data in zip(analysis.kinds, datas):
-        cols = {}
+def gather(an: Analysis, positions: list, leaves: list):
+    """``(x0, params)`` from a graph's flat leaves (``jax.tree_util.tree_leaves`` order) into the
+    stacked per-kind layout of ``an``; None if a leaf's shape or dtype differs from the layout
+    (the graph then needs a new analysis). Numbers and numpy leaves are stacked on the host
+    into numpy params, jax arrays on the device (one compiled gather per layout: no leaf
+    leaves the device)."""
+    columns = _uniform_columns(an, positions, leaves)
+    if columns is None:
+        columns = _columns(an, positions, leaves)
+        if columns is None:
+            return None
+    x_pieces, params = [], {}
+    for ki, kind in enumerate(an.kinds):
+        cols = params[kind.label] = {}
         for j, col in enumerate(kind.columns):
-            stacked = _stack([row[j] for row in data], col)
             if col.unknown:
-                pieces.append((kind.xidx[j], stacked))
+                x_pieces.append((kind.xidx[j], columns[ki, j]))
+            else:  # host values stay numpy: a jitted solve takes them with its own transfer
+                cols[col.label] = columns[ki, j]
+    return _assemble_x(an, x_pieces), params
+
+
+def _uniform_columns(an: Analysis, positions: list, leaves: list) -> dict | None:
+    """The columns when every leaf is a number of one type and every column is of its
+    dtype (the common case: one host array of all leaves, indexed per column); else None."""
+    types = set(map(type, leaves))
+    key = _python_keys(jax.config.jax_enable_x64).get(types.pop()) if len(types) == 1 else None
+    if key is None or any((c.shape, c.dtype) != key for kind in an.kinds for c in kind.columns):
+        return None
+    flat = np.asarray(leaves, dtype=key[1])
+    return {(ki, j): flat[pos[:, j]] for ki, (kind, pos) in enumerate(zip(an.kinds, positions))
+            for j in range(len(kind.columns))}
+
+
+def _columns(an: Analysis, positions: list, leaves: list) -> dict | None:
+    """The columns, each checked against the layout; None at the first mismatch."""
+    keys, host, device = _Keys(), {}, {}
+    for ki, (kind, pos) in enumerate(zip(an.kinds, positions)):
+        for j, col in enumerate(kind.columns):
+            values = list(map(leaves.__getitem__, pos[:, j].tolist()))
+            if not _matches(values, col, keys):
+                return None
+            if any(isinstance(v, jax.Array) for v in values):
+                device[ki, j] = values
             else:
-                cols[col.label] = stacked
-        params[kind.label] = cols
-    return _assemble_x(analysis, pieces), params
+                host[ki, j] = np.asarray(values, dtype=col.dtype).reshape((kind.count,) + col.shape)
+    if device:
+        dtypes = tuple(an.kinds[ki].columns[j].dtype for ki, j in device)
+        host.update(zip(device, _stack_on_device(tuple(device.values()), dtypes)))
+    return host
 
 
-def _stack(values: list, col: Column):
-    shape = lambda k: (k,) + col.shape  # noqa: E731
+def _matches(values: list, col: Column, keys: _Keys) -> bool:
+    """Whether every value has the column's shape and (canonical) dtype."""
+    expect = (col.shape, col.dtype)
     types = set(map(type, values))
-    if not any(issubclass(t, jax.core.Tracer) for t in types):
-        if any(issubclass(t, jax.Array) for t in types):
-            values = jax.device_get(values)  # one batched transfer instead of one per leaf
-        return jnp.asarray(np.asarray(values, dtype=col.dtype).reshape(shape(len(values))))
-    traced = [i for i, v in enumerate(values) if isinstance(v, jax.core.Tracer)]
-    if len(traced) == len(values):
-        return jnp.stack([jnp.asarray(v, dtype=col.dtype) for v in values])
-    rest = [i for i in range(len(values)) if not isinstance(values[i], jax.core.Tracer)]
-    host = np.zeros(shape(len(values)), dtype=col.dtype)
-    host[rest] = np.asarray(jax.device_get([values[i] for i in rest]), dtype=col.dtype).reshape(shape(len(rest)))
-    tv = jnp.stack([jnp.asarray(values[i], dtype=col.dtype) for i in traced])
-    return jnp.asarray(host).at[np.asarray(traced)].set(tv)
+    if all(t in keys.py for t in types):
+        return all(keys.py[t] == expect for t in types)
+    try:
+        return all(keys.leaf(v, (object, col.field)) == expect for v in values)
+    except sg.GraphTypeError:
+        return False
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _stack_on_device(columns: tuple, dtypes: tuple) -> list:
+    return [jnp.stack([jnp.asarray(v, dtype) for v in values]) for values, dtype in zip(columns, dtypes)]
 
 
 def _assemble_x(analysis: Analysis, pieces: list):
-    if not any(isinstance(v, jax.core.Tracer) for _, v in pieces):
+    if not any(isinstance(v, jax.Array) for _, v in pieces):
         x0 = np.zeros(analysis.n, dtype=analysis.x_dtype)
         for idx, values in pieces:
             x0[idx] = np.asarray(values).reshape(idx.shape)
@@ -334,6 +357,12 @@ def _assemble_x(analysis: Analysis, pieces: list):
     for idx, values in pieces:
         x0 = x0.at[idx].set(jnp.reshape(values, idx.shape).astype(analysis.x_dtype))
     return x0
+
+
+def abstract_params(an: Analysis) -> dict:
+    """``ShapeDtypeStruct``s standing for the params of ``an`` (for tracing without values)."""
+    return {kind.label: {c.label: jax.ShapeDtypeStruct((kind.count,) + c.shape, c.dtype)
+                         for c in kind.columns if not c.unknown} for kind in an.kinds}
 
 
 def check_unknown_dtypes(analysis: Analysis) -> None:

@@ -42,7 +42,7 @@ def rebuild(an, cols: list) -> list:
     nodes = [object.__new__(an.kinds[k].cls) for k in an.kind_of.tolist()]
     for kind, kcols in zip(an.kinds, cols):
         dicts = [nodes[k].__dict__ for k in kind.members.tolist()]
-        statics = dict(zip(kind.cls.__sg_layout__.static, kind.statics))
+        statics = dict(zip(_kinds.field_names(kind.cls)[1], kind.statics))
         for d in dicts:
             d.update(statics)
         for f in kind.fields:  # column by column: one tight loop per field

@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import simgraph as sg
+
 from . import _equations, _kind_count, _kinds, _lowering, _objectwise, _pattern
 from ._model_errors import LoweringError, SingularComponentError
 from ._sparsity import SparsityPattern
@@ -25,16 +27,16 @@ EVALUATIONS = ("auto", "grouped", "objectwise")
 
 
 class _Structure:
-    """Static part of a System; equal for graphs of equal structure (jit cache key)."""
+    """Static part of a System; equal for graphs of equal structure (jit cache key). It holds
+    no user object (the graph a System was built from lives on the System, not here), so a
+    jit cache entry keyed by it keeps no graph alive."""
 
-    def __init__(self, an, evaluator, mode: str, origin: list):
+    def __init__(self, an, evaluator, mode: str, key: tuple):
         self.an, self.evaluator, self.mode, self.eq = an, evaluator, mode, evaluator.eq
-        self.origin = origin  # the user's node objects (for locate/filters); not part of equality
-        self.key = (mode, tuple(k.key for k in an.kinds), an.kind_of.tobytes(),
-                    tuple(k.slots.tobytes() for k in an.kinds))
-        self.hash = hash(self.key)
+        self.key, self.hash = key, hash(key)
         self.pattern: tuple | None = None
         self.pattern_object = None  # `System.sparsity_pattern`, built on first use
+        self.checked: set = set()  # the `square` settings `validate` passed for
         self.paths = Paths(self)
 
     def __eq__(self, other) -> bool:
@@ -48,8 +50,10 @@ class _Structure:
 class System:
     """``F(x, params) = 0`` lowered from a graph; build with :meth:`System.build`."""
 
-    def __init__(self, x0, params, structure: _Structure):
+    def __init__(self, x0, params, structure: _Structure, graph: Any = None):
         self.x0, self.params, self._s = x0, params, structure
+        self._graph = graph  # the user's root (for locating its node objects); not pytree data
+        self._nodes_list: list | None = None
 
     @classmethod
     def build(cls, root: Any, *, evaluation: str = "auto", square: bool = True,
@@ -61,29 +65,26 @@ class System:
         when possible). ``square``: require as many equations as unknowns. ``validate``: check
         equation counts and structural singularity now, naming the nodes involved.
 
-        The lowering and the checks are cached by the graph's structure (the last
-        `STRUCTURE_CACHE_SIZE` structures): an equal structure skips them; the values (x0,
-        params) are always read from ``root``.
+        The analysis, lowering and checks are cached by the graph's structure (its treedef;
+        the last `STRUCTURE_CACHE_SIZE` structures): an equal structure skips them and only
+        gathers the values (x0, params) from ``root``'s leaves.
         """
         if evaluation not in EVALUATIONS:
             raise ValueError(f"evaluation must be one of {EVALUATIONS}, got {evaluation!r}")
-        an, datas, nodes = _kinds.analyse(root)
-        _kinds.check_unknown_dtypes(an)
-        x0, params = _kinds.stack_columns(an, datas)
-        del datas
-        key = _cache_key(an, evaluation)
-        cached = _STRUCTURES.get(key)
-        if cached is None:
-            evaluator, mode = _evaluator(an, params, evaluation)
-            structure = _Structure(an, evaluator, mode, nodes)
-        else:
-            _STRUCTURES.move_to_end(key)
-            structure = _Structure(an, cached.evaluator, cached.mode, nodes)
-            structure.pattern = cached.pattern
-        system = cls(x0, params, structure)
-        if validate and (cached is None or square not in cached.checked):
+        leaves, treedef = jax.tree_util.tree_flatten(root)
+        plan_key = (treedef, evaluation, bool(jax.config.jax_enable_x64))
+        plan = _PLANS.get(plan_key)
+        values = None if plan is None else _kinds.gather(plan[0].an, plan[1], leaves)
+        if values is None:
+            plan = _plan(sg.structure(treedef), leaves, evaluation)
+            values = _kinds.gather(plan[0].an, plan[1], leaves)
+        structure = plan[0]
+        system = cls(*values, structure, root)
+        if validate and square not in structure.checked:
             system.validate(square=square)
-        _remember(key, structure, square if validate else None)
+            structure.checked.add(square)
+        _keep(_STRUCTURES, structure.key, structure)  # only once the checks passed
+        _keep(_PLANS, plan_key, plan)
         return system
 
     # -- the flat system -------------------------------------------------------------------
@@ -183,11 +184,11 @@ class System:
 
     def locate(self, where) -> slice:
         """Slice of x holding the unknowns of a node (object or key path) or of one leaf path."""
-        return self._s.paths.locate(where, equations=False)
+        return self._s.paths.locate(where, False, self._nodes)
 
     def locate_equations(self, where) -> slice:
         """Slice of F holding the equations of a node (object or key path)."""
-        return self._s.paths.locate(where, equations=True)
+        return self._s.paths.locate(where, True, self._nodes)
 
     def set_params(self, params: dict, updates: dict) -> dict:
         """``params`` with leaves replaced: ``{key path or simgraph filter: value}``.
@@ -196,52 +197,62 @@ class System:
         axis of the number of selected leaves gives one value per leaf (canonical order).
         Values may be tracers: to sweep a batch, call this inside ``jax.vmap``.
         """
-        return self._s.paths.set_params(params, updates)
+        return self._s.paths.set_params(params, updates, self._nodes)
+
+    def _nodes(self) -> list | None:
+        """The node objects of the graph this System was built from, in node order (None for
+        a System that came out of a transform: it holds copies)."""
+        if self._graph is None:
+            return None
+        if self._nodes_list is None:
+            nodes = sg.nodes(self._graph)
+            if len(nodes) != self._s.an.n_nodes or any(
+                    type(n) is not self._s.an.kinds[k].cls for n, k in zip(nodes, self._s.an.kind_of.tolist())):
+                raise sg.GraphError("the graph was changed (nodes added, removed or relinked) since "
+                                    "this System was built from it; build a new System.")
+            self._nodes_list = nodes
+        return self._nodes_list
 
     def __repr__(self) -> str:
         kinds = ", ".join(f"{k.label} x{k.count}" for k in self._s.an.kinds)
         return f"System(n={self.n}, m={self.m}, evaluation={self.evaluation!r}, kinds: {kinds})"
 
 
-#: How many lowered structures `System.build` keeps (least recently used dropped first).
+#: How many structures `System.build` keeps (least recently used dropped first).
 STRUCTURE_CACHE_SIZE = 16
-_STRUCTURES: OrderedDict = OrderedDict()
+_STRUCTURES: OrderedDict = OrderedDict()  # lowering key -> _Structure
+_PLANS: OrderedDict = OrderedDict()  # (treedef, evaluation, x64) -> (_Structure, leaf positions)
+
+
+def _plan(st, leaves: list, evaluation: str) -> tuple:
+    """Analyse a graph structure and find (or make) its lowering: ``(_Structure, positions)``."""
+    an, positions = _kinds.analyse(st, leaves)
+    _kinds.check_unknown_dtypes(an)
+    key = _cache_key(an, evaluation)
+    structure = _STRUCTURES.get(key)
+    if structure is None:
+        evaluator, mode = _evaluator(an, evaluation)
+        structure = _Structure(an, evaluator, mode, key)
+    return structure, positions
+
+
+def _keep(cache: OrderedDict, key, value) -> None:
+    """Insert or refresh ``key`` (most recently used last), dropping the oldest beyond the size."""
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > STRUCTURE_CACHE_SIZE:
+        cache.popitem(last=False)
 
 
 def _cache_key(an, evaluation: str) -> tuple:
     """What the lowering depends on: the kinds (class, statics, field structure, leaf shapes
     and dtypes), which node is of which kind, the references, and the dtype setting. Never
-    values: parameters and starts are always stacked from the graph being built."""
+    values: parameters and starts are always gathered from the graph being built."""
     return (evaluation, bool(jax.config.jax_enable_x64), tuple(k.key for k in an.kinds),
             an.kind_of.tobytes(), tuple(k.slots.tobytes() for k in an.kinds))
 
 
-def _remember(key: tuple, structure: _Structure, checked) -> None:
-    """Keep a lowered structure for graphs of equal structure (lowering costs 10-90 ms: the
-    grouping traces every element method). It holds no values, and no nodes of the graph it
-    came from (their key paths are computed now), so the cache stays small."""
-    entry = _STRUCTURES.get(key)
-    if entry is None:
-        for kind in structure.an.kinds:
-            kind.slot_paths  # noqa: B018 (computed from the sample node, which is then released)
-            kind.sample = None
-        entry = _STRUCTURES[key] = _Cached(structure.evaluator, structure.mode, None, set())
-        while len(_STRUCTURES) > STRUCTURE_CACHE_SIZE:
-            _STRUCTURES.popitem(last=False)
-    if entry.pattern is None:
-        entry.pattern = structure.pattern
-    if checked is not None:
-        entry.checked.add(checked)
-
-
-class _Cached:
-    """A cached lowering: evaluator, mode, Jacobian pattern, and which checks passed."""
-
-    def __init__(self, evaluator, mode: str, pattern, checked: set):
-        self.evaluator, self.mode, self.pattern, self.checked = evaluator, mode, pattern, checked
-
-
-def _evaluator(an, params, evaluation: str):
+def _evaluator(an, evaluation: str):
     _kind_count.warn_if_kinds_multiply(an.kinds)
     if evaluation != "objectwise":
         try:
@@ -252,7 +263,7 @@ def _evaluator(an, params, evaluation: str):
                 raise
             warnings.warn(f"grouped evaluation is impossible ({err}); evaluating the {an.n_nodes} "
                           "nodes one by one, so compile time grows with the graph.", stacklevel=3)
-    return _objectwise.Objectwise(an, _abstract(params)), "objectwise"
+    return _objectwise.Objectwise(an, _kinds.abstract_params(an)), "objectwise"
 
 
 def _abstract(tree):

@@ -16,8 +16,6 @@ import jax.numpy as jnp
 import numpy as np
 
 import simgraph as sg
-from simgraph._split import matcher
-
 from . import _kinds
 
 
@@ -69,14 +67,19 @@ class Selection:
         return self.key
 
 
+def _no_nodes() -> None:
+    return None
+
+
 class Paths:
-    """Key-path views of one System structure."""
+    """Key-path views of one System structure. Methods that may meet the user's node objects
+    take ``nodes``: a callable returning the graph's nodes in node order, or None when the
+    System holds no graph (it came out of a transform); key paths work without it."""
 
     def __init__(self, structure):
         self.s = structure
         self._leaves: dict | None = None
         self._nodes: dict | None = None
-        self._ids: dict | None = None
 
     def _leaf_path(self, k: int, col) -> str:
         keys = _kinds.node_paths(self.s.an)[k] + (jax.tree_util.GetAttrKey(col.field),) + col.sub
@@ -114,16 +117,22 @@ class Paths:
                         self._leaves[self._leaf_path(k, col)] = (ki, j, row)
         return self._nodes, self._leaves
 
-    def resolve(self, path: str):
+    def resolve(self, path: str, nodes=_no_nodes):
         """Follow a key path from the root through any references: ``("node", k)``,
-        ``("leaf", (kind, column, row))`` or None. Accepts non-canonical paths too."""
+        ``("leaf", (kind, column, row))`` or None. Accepts non-canonical paths when the
+        graph's nodes are at hand, else canonical ones."""
         tokens = _tokens(_normalize(path))
-        if tokens is None or not self.s.origin:
+        if tokens is None:
             return None
-        obj, k, i = self.s.origin[0], 0, 0
+        hit = self._canonical(_normalize(path))
+        origin = None if hit is not None else nodes()
+        if not origin:
+            return hit
+        ids = {id(n): k for k, n in enumerate(origin)}
+        obj, k, i = origin[0], 0, 0
         while i < len(tokens):
             op, name = tokens[i]
-            if op != "attr" or name not in type(obj).__sg_layout__.dynamic:
+            if op != "attr" or name not in _kinds.field_names(type(obj))[0]:
                 return None
             value, j = obj.__dict__[name], i + 1
             while j < len(tokens) and tokens[j][0] == "item" and isinstance(value, (list, tuple, dict)):
@@ -134,8 +143,15 @@ class Paths:
                 j += 1
             if not isinstance(value, sg.ReffableTreeNode):
                 return self._leaf(k, name, tokens[i + 1:])
-            obj, k, i = value, self._node_ids()[id(value)], j
+            obj, k, i = value, ids[id(value)], j
         return ("node", k)
+
+    def _canonical(self, path: str):
+        """``resolve`` by the canonical key paths alone (no node objects needed)."""
+        nodes, leaves = self._index()
+        if path in nodes:
+            return ("node", nodes[path])
+        return ("leaf", leaves[path]) if path in leaves else None
 
     def _leaf(self, k: int, field: str, rest: list):
         an = self.s.an
@@ -146,31 +162,27 @@ class Paths:
                 return ("leaf", (ki, j, int(an.pos_of[k])))
         return None
 
-    def _node_ids(self) -> dict:
-        if self._ids is None:
-            self._ids = {id(n): k for k, n in enumerate(self.s.origin)}
-        return self._ids
-
-    def node(self, where) -> int:
+    def node(self, where, nodes=_no_nodes) -> int:
         """Node index of a node object or node key path."""
         if isinstance(where, sg.ReffableTreeNode):
-            k = self._node_ids().get(id(where))
+            origin = nodes() or ()
+            k = next((k for k, n in enumerate(origin) if n is where), None)
             if k is None:
                 raise sg.GraphError(
                     f"{where!r} is not a node of the graph this System was built from (a System "
                     "built inside a transform holds copies). Locate it by key path instead."
                 )
             return k
-        hit = self.resolve(str(where))
+        hit = self.resolve(str(where), nodes)
         if hit is None or hit[0] != "node":
             path = _normalize(str(where))
             raise sg.GraphError(f"no node at key path {path!r}.{_close(path, self._index()[0])}")
         return hit[1]
 
-    def locate(self, where, equations: bool) -> slice:
+    def locate(self, where, equations: bool, nodes=_no_nodes) -> slice:
         an = self.s.an
         if not equations and isinstance(where, str):
-            hit = self.resolve(where)
+            hit = self.resolve(where, nodes)
             if hit is not None and hit[0] == "leaf":
                 kind = an.kinds[hit[1][0]]
                 if not kind.columns[hit[1][1]].unknown:
@@ -178,17 +190,17 @@ class Paths:
                                         "parameters live in params (see set_params).")
                 idx = kind.xidx[hit[1][1]][hit[1][2]]
                 return slice(int(idx[0]), int(idx[-1]) + 1)
-        k = self.node(where)
+        k = self.node(where, nodes)
         start, size = (self.s.eq.start, self.s.eq.size) if equations else (an.x_start, an.x_size)
         return slice(int(start[k]), int(start[k] + size[k]))
 
-    def select(self, where) -> list[tuple[int, int, int]]:
+    def select(self, where, nodes=_no_nodes) -> list[tuple[int, int, int]]:
         """``(kind, column, row)`` of every parameter leaf ``where`` selects, in canonical order."""
         an = self.s.an
         if isinstance(where, Selection):
             return list(where.picked)
         if isinstance(where, str):
-            hit = self.resolve(where)
+            hit = self.resolve(where, nodes)
             hit = hit[1] if hit is not None and hit[0] == "leaf" else None
             if hit is not None:
                 if an.kinds[hit[0]].columns[hit[1]].unknown:
@@ -208,22 +220,23 @@ class Paths:
                       for j, c in enumerate(kind.columns) if not c.unknown and c.field == field
                       for row in range(kind.count)]
         else:
-            pred, picked = matcher(where), []
+            pred, picked, origin = sg.leaf_filter(where), [], nodes()
             for ki, kind in enumerate(an.kinds):
                 for j, c in enumerate(kind.columns):
                     if not c.unknown:
                         for row, k in enumerate(kind.members.tolist()):
-                            info = sg.LeafInfo(self._leaf_path(k, c), self.s.origin[k], c.field, "state")
+                            owner = None if origin is None else origin[k]
+                            info = sg.LeafInfo(self._leaf_path(k, c), owner, c.field, "state")
                             if pred(info):
                                 picked.append((ki, j, row))
         picked.sort(key=lambda p: (int(an.kinds[p[0]].members[p[2]]), p[1]))
         return picked
 
-    def set_params(self, params: dict, updates: dict) -> dict:
+    def set_params(self, params: dict, updates: dict, nodes=_no_nodes) -> dict:
         an = self.s.an
         new = {label: dict(cols) for label, cols in params.items()}
         for where, value in updates.items():
-            picked = self.select(where)
+            picked = self.select(where, nodes)
             if not picked:
                 raise sg.GraphError(
                     f"{where!r} selects no parameter leaf. Use a key path such as "
@@ -262,7 +275,7 @@ class Paths:
         return per_leaf
 
     # -- solve_batch keys, resolved before tracing -----------------------------------------
-    def sweep_key(self, key) -> Selection:
+    def sweep_key(self, key, nodes=_no_nodes) -> Selection:
         """The parameter leaves a ``solve_batch`` key selects; a clear error if it selects none.
 
         A key path (leading dot optional), ``"Class.field"``, a bare field name, a node class
@@ -272,15 +285,15 @@ class Paths:
         if isinstance(key, type):
             picked = self._class_key(key)
         elif isinstance(key, str):
-            hit = self.resolve(key)
+            hit = self.resolve(key, nodes)
             if hit is not None and hit[0] == "node":
                 raise sg.GraphError(
                     f"solve_batch key {key!r} is a node, not a parameter: name one of its "
                     f"fields, e.g. {', '.join(self._fields_of(hit[1]))}.")
             path_like = key.strip().startswith((".", "[")) or "[" in key
-            picked = [] if hit is None and path_like else self.select(key.strip())
+            picked = [] if hit is None and path_like else self.select(key.strip(), nodes)
         else:
-            picked = self.select(key)
+            picked = self.select(key, nodes)
         if not picked:
             raise sg.GraphError(self._no_such_key(key))
         name = key.__name__ if isinstance(key, type) else key if isinstance(key, str) else repr(key)

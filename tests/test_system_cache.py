@@ -1,5 +1,8 @@
 """`System.build` reuses the lowering of graphs of equal structure, never their values."""
 
+import gc
+import weakref
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -30,7 +33,12 @@ def chain(cs, x0=1.0, kind="cubic"):
 
 @pytest.fixture(autouse=True)
 def empty_cache(monkeypatch):
-    monkeypatch.setattr(_system, "_STRUCTURES", type(_system._STRUCTURES)())
+    _empty(monkeypatch)
+
+
+def _empty(monkeypatch):
+    for name in ("_STRUCTURES", "_PLANS"):
+        monkeypatch.setattr(_system, name, type(getattr(_system, name))())
 
 
 def test_equal_structures_share_the_lowering_but_not_the_values():
@@ -49,7 +57,7 @@ def test_cached_build_solves_as_a_fresh_build(monkeypatch):
     sweep = {"Cell.c": jnp.asarray([[2.0, 5.0, 11.0], [1.0, 3.0, 9.0]])}
     solvers.System.build(chain([1.0, 1.0, 1.0]))          # fills the cache
     cached = solvers.solve_batch(graph, sweep)
-    monkeypatch.setattr(_system, "_STRUCTURES", type(_system._STRUCTURES)())
+    _empty(monkeypatch)
     fresh = solvers.solve_batch(graph, sweep)
     np.testing.assert_array_equal(cached.x, fresh.x)
     np.testing.assert_array_equal(cached.iterations, fresh.iterations)
@@ -77,9 +85,14 @@ def test_cache_is_bounded_and_holds_no_graph(monkeypatch):
     monkeypatch.setattr(_system, "STRUCTURE_CACHE_SIZE", 3)
     for size in range(1, 7):
         solvers.System.build(chain([1.0] * size))
-    assert len(_system._STRUCTURES) == 3
-    for entry in _system._STRUCTURES.values():
-        assert all(kind.sample is None for kind in entry.evaluator.an.kinds)
+    assert len(_system._STRUCTURES) == 3 and len(_system._PLANS) == 3
+    graph = chain([1.0] * 6)
+    system = solvers.System.build(graph)
+    solvers.solve(system)
+    cell = weakref.ref(graph.cells[0])
+    del graph, system
+    gc.collect()
+    assert cell() is None  # neither cache keeps a node of a graph built from
 
 
 def test_a_failed_check_is_not_cached():
@@ -91,3 +104,75 @@ def test_a_failed_check_is_not_cached():
     assert len(_system._STRUCTURES) == 0
     with pytest.raises(solvers.ModelError):
         solvers.System.build(Free())
+
+
+# -- the cache-hit fast path: a graph costs what its System costs ----------------------------
+from system_models import Circuit, CurrentSource, Diode, Ground, Node, Resistor  # noqa: E402
+
+_COMPILES: list = []
+jax.monitoring.register_event_duration_secs_listener(
+    lambda name, *_, **__: _COMPILES.append(name) if name == "/jax/core/compile/backend_compile_duration" else None)
+
+
+def diode_ladder(n, g=1.0, drive=1.0, leaf=float):
+    """Resistors along a chain of nodes, a diode from each node to ground, a current source."""
+    ground = Ground()
+    nodes = [Node() for _ in range(n)]
+    chain = [ground] + nodes
+    elements = [Resistor(chain[k], chain[k + 1], leaf(g * (1 + k % 3))) for k in range(n)]
+    elements += [Diode(node, ground) for node in nodes]
+    elements.append(CurrentSource(ground, nodes[-1], leaf(drive)))
+    return Circuit(chain, elements)
+
+
+def test_solve_of_a_graph_equals_solve_of_its_system():
+    graph = diode_ladder(10)
+    by_graph, by_system = solvers.solve(graph), solvers.solve(solvers.System.build(graph))
+    np.testing.assert_array_equal(by_graph.x, by_system.x)
+    np.testing.assert_array_equal(by_graph.iterations, by_system.iterations)
+    assert by_graph.converged and by_graph.lowered.structure is by_system.lowered.structure
+
+
+@pytest.mark.parametrize("leaf", [float, jnp.asarray, np.asarray])
+def test_new_values_hit_the_cache_and_compile_nothing(monkeypatch, leaf):
+    first = solvers.solve(diode_ladder(6, leaf=leaf))
+    calls = {"analyse": 0, "structure": 0}
+    for name, module in (("analyse", solvers._kinds), ("structure", sg)):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _real=real, _name=name, **k: (
+            calls.__setitem__(_name, calls[_name] + 1), _real(*a, **k))[1])
+    del _COMPILES[:]
+    second = solvers.solve(diode_ladder(6, g=2.0, drive=3.0, leaf=leaf))
+    assert calls == {"analyse": 0, "structure": 0}  # no walk over node descriptions
+    assert _COMPILES == []  # nothing compiled: the gather and the solve are reused
+    assert second.lowered.structure is first.lowered.structure
+    assert second.converged and not np.allclose(second.x, first.x)
+    fresh = solvers.System.build(diode_ladder(6, g=2.0, drive=3.0))
+    np.testing.assert_array_equal(second.lowered.x0, fresh.x0)
+    for label, cols in fresh.params.items():
+        for name, value in cols.items():
+            np.testing.assert_array_equal(second.lowered.params[label][name], value)
+
+
+def test_a_changed_leaf_shape_or_dtype_is_analysed_again():
+    first = solvers.System.build(chain([1.0, 8.0]))
+    ints = Chain([Cell(jnp.asarray(1.0)), Cell(jnp.asarray(8, dtype=jnp.int32))])  # same treedef
+    second = solvers.System.build(ints)
+    assert second.structure != first.structure
+    assert [k.count for k in second.structure.an.kinds] == [1, 1, 1]
+
+
+def test_jit_outputs_refer_to_their_own_graph_and_keep_no_graph_alive():
+    f = jax.jit(lambda system: system)
+    graph_a, graph_b = chain([1.0, 8.0]), chain([27.0, 64.0])
+    out_a, out_b = f(solvers.System.build(graph_a)), f(solvers.System.build(graph_b))
+    np.testing.assert_array_equal(out_b.params["Cell"]["c"], [27.0, 64.0])
+    assert out_b.locate(".cells[1]") == slice(1, 2)  # key paths need no graph
+    with pytest.raises(sg.GraphError, match="not a node of the graph"):
+        out_b.locate(graph_a.cells[1])  # never graph A's objects
+    built_b = solvers.System.build(graph_b)
+    assert built_b.locate(graph_b.cells[1]) == slice(1, 2)
+    cell = weakref.ref(graph_a.cells[0])
+    del graph_a, out_a
+    gc.collect()
+    assert cell() is None  # the jit cache (keyed by the structure) does not keep A alive

@@ -1,0 +1,157 @@
+"""A graph's structure as public, typed records: what libraries built on simgraph read.
+
+``structure(root)`` (or ``structure(treedef)``) describes everything about a graph except its
+leaf values: which nodes there are (numbered in the canonical flatten order, root = 0), their
+classes and static values, and for every dynamic field of every node the shape of its value,
+the nodes it references and where its data leaves sit in ``jax.tree_util.tree_leaves(root)``.
+It is computed from the treedef alone (no node object, no leaf is read), so it is equal for
+graphs of equal structure and is cached by treedef: a library can key its own analysis by a
+`Structure` (hashable) and, on a hit, read only the leaves that ``tree_flatten`` returns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from typing import Any
+
+import jax
+
+from ._keys import NodeRef
+from ._walk import CHILD, CHILD_REFS, _node_base
+
+#: How many structures ``structure`` keeps (least recently used dropped first).
+CACHE_SIZE = 32
+_CACHE: OrderedDict = OrderedDict()
+_LEAF = jax.tree_util.tree_structure(0)
+_DATA = object()  # stands for a data leaf while a container's references are read
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldStructure:
+    """One dynamic field of the nodes of a group, member by member.
+
+    ``shapes[i]``: the pytree structure of member i's value, each referenced node counted as
+    one leaf (a bare number or array is one leaf; ``None`` has none). ``refs[i]``: for each leaf
+    of that structure, the id of the node it references, or -1 for a data leaf. ``leaves[i]``:
+    the positions of member i's data leaves in the root's flatten order."""
+
+    name: str
+    kind: str  # "state" or "unknown"
+    shapes: tuple
+    refs: tuple
+    leaves: tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupStructure:
+    """Nodes of one class met together by the breadth-first walk.
+
+    ``nodes``: their ids; ``statics[i]``: member i's static values, named by ``static_names``;
+    ``fields``: the dynamic (state and unknown) fields in declaration order."""
+
+    cls: type
+    nodes: tuple
+    static_names: tuple
+    statics: tuple
+    fields: tuple
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Structure:
+    """The structure of a graph (see the module docstring); equal and hashing as ``treedef``."""
+
+    treedef: Any
+    groups: tuple
+    n_nodes: int
+    n_leaves: int
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Structure) and (self is other or self.treedef == other.treedef)
+
+    def __hash__(self) -> int:
+        return hash(self.treedef)
+
+
+def structure(root_or_treedef: Any) -> Structure:
+    """The `Structure` of a graph, from its root node or from ``jax.tree_util.tree_structure``
+    of it (cached by treedef: graphs of equal structure share one record)."""
+    treedef = root_or_treedef
+    if not isinstance(treedef, jax.tree_util.PyTreeDef):
+        treedef = jax.tree_util.tree_structure(root_or_treedef)
+    cached = _CACHE.get(treedef)
+    if cached is not None:
+        _CACHE.move_to_end(treedef)
+        return cached
+    out = _CACHE[treedef] = _read(treedef)
+    while len(_CACHE) > CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return out
+
+
+def _read(treedef) -> Structure:
+    data = treedef.node_data()
+    if data is None or not (isinstance(data[0], type) and issubclass(data[0], _node_base())):
+        raise TypeError(f"sg.structure needs the root node of a graph (a ReffableTreeNode) or "
+                        f"its treedef; got the treedef {treedef}.")
+    children = treedef.children()
+    starts, offset = [], 0
+    for child in children:
+        starts.append(offset)
+        offset += child.num_leaves
+    reader = _Reader(children, starts)
+    groups = tuple(reader.group(*g) for g in data[1])
+    return Structure(treedef, groups, sum(len(g.nodes) for g in groups), offset)
+
+
+class _Reader:
+    """Reads the walk's aux groups in the order their children were emitted."""
+
+    def __init__(self, children: list, starts: list):
+        self.children, self.starts, self.next = children, starts, 0
+        self.offset = 0  # leaf position of the next child
+
+    def group(self, cls, members, statics, specs) -> GroupStructure:
+        layout = cls.__sg_layout__
+        fields = tuple(self.column(name, "unknown" if name in layout.unknown else "state", spec, len(members))
+                       for name, spec in zip(layout.dynamic, specs))
+        rows = tuple(zip(*statics)) if statics else ((),) * len(members)
+        return GroupStructure(cls, members, layout.static, rows, fields)
+
+    def column(self, name: str, kind: str, spec, count: int) -> FieldStructure:
+        if type(spec) is int:  # every member's value is a child
+            per = [self.child() for _ in range(count)]
+        elif type(spec[0]) is str:  # mixed: one spec per member
+            per = [self.member(s) for s in spec[1]]
+        else:  # every member's value is a node
+            per = [(_LEAF, (k,), range(self.offset, self.offset)) for k in spec]
+        shapes, refs, leaves = zip(*per) if per else ((), (), ())
+        return FieldStructure(name, kind, tuple(shapes), tuple(refs), tuple(leaves))
+
+    def member(self, spec) -> tuple:
+        if type(spec) is int:
+            if spec >= 0:
+                return _LEAF, (spec,), range(self.offset, self.offset)
+            return self.child() if spec == CHILD else self.child_with_refs()
+        kind, ids = spec
+        shape = kind if isinstance(kind, jax.tree_util.PyTreeDef) else jax.tree_util.tree_structure(kind([0] * len(ids)))
+        return shape, tuple(ids), range(self.offset, self.offset)
+
+    def _take(self):
+        i = self.next
+        self.next += 1
+        child, start = self.children[i], self.starts[i]
+        self.offset = start + child.num_leaves
+        return child, range(start, self.offset)
+
+    def child(self) -> tuple:
+        child, leaves = self._take()
+        return child, (-1,) * child.num_leaves, leaves
+
+    def child_with_refs(self) -> tuple:
+        """A container holding data and references: references become leaves of its shape."""
+        child, leaves = self._take()
+        value = jax.tree_util.tree_unflatten(child, [_DATA] * child.num_leaves)
+        parts, shape = jax.tree_util.tree_flatten(value, is_leaf=lambda x: isinstance(x, NodeRef))
+        return shape, tuple(p.index if isinstance(p, NodeRef) else -1 for p in parts), leaves
+

@@ -1,0 +1,111 @@
+"""`sg.structure`: a graph's structure as public records, and solvers reading only public API."""
+
+import ast
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simgraph as sg
+from graph_models import Mixed, Ring, Shared, make_system
+
+SOLVERS = pathlib.Path(__file__).resolve().parents[1] / "solvers"
+
+
+def _records(st):
+    """{node id: (class, statics, {field: (kind, refs, leaf positions)})} from the groups."""
+    out = {}
+    for g in st.groups:
+        for i, k in enumerate(g.nodes):
+            fields = {f.name: (f.kind, f.refs[i], tuple(f.leaves[i])) for f in g.fields}
+            out[k] = (g.cls, dict(zip(g.static_names, g.statics[i])), fields)
+    return out
+
+
+def test_records_name_nodes_references_and_leaf_positions():
+    graph = make_system(3, 2)
+    st = sg.structure(graph)
+    leaves = jax.tree_util.tree_leaves(graph)
+    nodes = sg.nodes(graph)
+    assert st.n_nodes == len(nodes) and st.n_leaves == len(leaves)
+    records = _records(st)
+    assert sorted(records) == list(range(len(nodes)))
+    for k, node in enumerate(nodes):
+        cls, statics, fields = records[k]
+        assert cls is type(node)
+        for name, value in statics.items():
+            assert getattr(node, name) == value
+        for name, (kind, refs, positions) in fields.items():
+            value = getattr(node, name)
+            targets = [nodes[r] for r in refs if r >= 0]
+            assert targets == [v for v in jax.tree_util.tree_leaves(
+                value, is_leaf=lambda v: isinstance(v, sg.ReffableTreeNode)) if isinstance(v, sg.ReffableTreeNode)]
+            assert [leaves[p] for p in positions] == [v for v in jax.tree_util.tree_leaves(
+                value, is_leaf=lambda v: isinstance(v, sg.ReffableTreeNode)) if not isinstance(v, sg.ReffableTreeNode)]
+    # equations share providers: equation 0 and 2 reference the same provider id
+    eq_ids = [k for k, (cls, _, _) in records.items() if cls.__name__ == "Equation"]
+    gradient = [records[k][2]["gradient"][1] for k in eq_ids]
+    assert gradient[0] == gradient[2] != gradient[1]
+
+
+def test_field_kinds_and_shapes_of_containers_and_optional_references():
+    shared = Shared(jnp.asarray(1.0))
+    graph = Mixed(data={"a": jnp.ones(2), "s": shared}, refs=(shared, shared), maybe=None, tag=("t",))
+    st = sg.structure(graph)
+    root = next(g for g in st.groups if g.cls is Mixed)
+    fields = {f.name: f for f in root.fields}
+    assert root.static_names == ("tag",) and root.statics == ((("t",),),)
+    assert fields["data"].refs[0] == (-1, 1)  # dict leaves in key order: 'a' data, 's' the node
+    assert fields["refs"].refs[0] == (1, 1)  # one node referenced twice
+    assert fields["maybe"].shapes[0] == jax.tree_util.tree_structure(None)
+    assert {f.kind for f in root.fields} == {"state"}
+
+
+def test_structure_is_keyed_by_the_treedef():
+    a, b = make_system(4, 2), make_system(4, 2)
+    assert sg.structure(a) is sg.structure(b)  # cached: equal treedefs share one record
+    assert sg.structure(jax.tree_util.tree_structure(a)) == sg.structure(a)
+    assert hash(sg.structure(a)) == hash(jax.tree_util.tree_structure(b))
+    assert sg.structure(make_system(5, 2)) != sg.structure(a)
+    ring = Ring(jnp.asarray(1.0), label="x")
+    ring.next = ring  # a cycle
+    st = sg.structure(ring)
+    assert st.n_nodes == 1 and st.groups[0].fields[1].refs == ((0,),)
+    with pytest.raises(dataclass_error()):
+        st.n_nodes = 2  # frozen records
+
+
+def dataclass_error():
+    import dataclasses
+
+    return dataclasses.FrozenInstanceError
+
+
+def test_structure_needs_a_graph():
+    with pytest.raises(TypeError, match="root node of a graph"):
+        sg.structure({"a": np.ones(2)})
+
+
+def _simgraph_imports(path: pathlib.Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("simgraph"):
+            found += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith("simgraph")]
+    return found
+
+
+def test_solvers_use_only_public_simgraph():
+    """solvers reads graphs through `sg.structure`, `sg.fields` and other public names only:
+    no private module, no private attribute of node classes (the walk may change freely)."""
+    private = []
+    for path in sorted(SOLVERS.glob("*.py")):
+        private += [f"{path.name}: import {m}" for m in _simgraph_imports(path)
+                    if any(part.startswith("_") for part in m.split(".")[1:])]
+        text = path.read_text()
+        private += [f"{path.name}: {word}" for word in ("__sg_layout__", "__sg_plan__", "__sg_refkinds__",
+                                                         "sg._") if word in text]
+    assert private == []

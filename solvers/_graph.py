@@ -25,7 +25,7 @@ from ._banded import BandedLU, banded_beats_dense
 from ._batch import solve_flat_batch
 from ._dense import DenseLU
 from ._method import AbstractRootMethod
-from ._polyalgorithm import Default, run_staged
+from ._polyalgorithm import Default
 from ._solution import FlatSolution
 from ._solve import raise_if_failed_anywhere, solve_flat
 from ._host_lu import symmetric_with_diagonal
@@ -33,6 +33,7 @@ from ._schur import schur_plan
 from ._sparse import SparseHostLU, as_pattern
 from ._sparse_auto import SparseAuto
 from ._sparsity import SparsityPattern
+from ._staging import member_starts, member_values, run_staged
 from ._system import System
 
 #: Single solves with more unknowns than this get a sparse LU by default.
@@ -202,7 +203,8 @@ def solve(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
     Works outside and inside ``jax.jit``, ``jax.vmap`` and ``jax.grad`` (gradients by implicit
     differentiation). ``solver`` is a method object (``solvers.Newton()``, ...; default: a
     polyalgorithm with a dense or sparse LU by size). ``throw=True`` raises on failure.
-    Outside transforms ``Default`` runs Newton first and compiles its fallbacks only if needed.
+    Outside transforms ``Default`` runs Newton first and compiles each fallback only when some
+    member reaches it (`run_staged`).
     """
     system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
     method = default_method(system, solver)
@@ -239,8 +241,8 @@ def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[Abstract
     kwargs = {} if chunk_size is None else {"chunk_size": chunk_size}
 
     def attempt(stage, members):
-        xs = start if members is None or start.ndim == 1 else start[members]
-        vs = batched if members is None else tuple(v[members] for v in batched)
+        xs = start if members is None else member_starts(start, members)
+        vs = batched if members is None else tuple(member_values(v, members) for v in batched)
         return solve_flat_batch(_Residual(system._s, keys), xs, (system.params, vs),
                                 solver=stage, step_limit=step_limit, params_axes=(None, 0),
                                 progress=progress, **kwargs)

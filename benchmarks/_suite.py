@@ -162,7 +162,7 @@ def latency(quick: bool, out: Path) -> Section:
     if not any("optimistix" in r["method"] for r in tables["latency"]):
         section.notes.append("optimistix skipped: not installed (`pip install .[bench]`).")
     if quick:
-        section.notes.append("Quick mode: no 100-node ladder, CLI on the 30 x 30 grid.")
+        section.notes.append("Quick mode: the 10-node ladder only, B = 200, CLI on the 20 x 20 grid.")
     return section
 
 

@@ -118,27 +118,38 @@ def scipy_loop(ladder: Ladder, volts: np.ndarray):
     return np.asarray(vs), np.asarray(ok), np.asarray(iters)
 
 
-def hand_newton(ladder: Ladder, atol: float, rtol: float, max_steps: int = 100):
-    """Dense Newton (``jacfwd`` + LU) with ``pnjlim`` step limiting in ``lax.while_loop``."""
-    f = ladder.residual
+def dense_newton(f, atol: float, rtol: float, max_steps: int = 100, step_fraction=None):
+    """``solve(x0, args) -> (x, converged, iterations)``: dense Newton (``jacfwd`` + LU) in
+    ``lax.while_loop`` with simgraph's stopping test; ``step_fraction(x, x_new)`` limits
+    each step (a model's SPICE junction limiting)."""
 
-    def solve_one(volts):
-        x0 = jnp.zeros(ladder.n + 1, jnp.result_type(float))
-
+    def solve(x0, args):
         def cond(state):
             _, _, it, done = state
             return ~done & (it < max_steps)
 
         def body(state):
             x, fx, it, _ = state
-            dx = -jnp.linalg.solve(jax.jacfwd(f)(x, volts), fx)
-            x_new = x + ladder.step_fraction(x, x + dx) * dx
-            f_new = f(x_new, volts)
+            dx = -jnp.linalg.solve(jax.jacfwd(f)(x, args), fx)
+            frac = 1.0 if step_fraction is None else step_fraction(x, x + dx)
+            x_new = x + frac * dx
+            f_new = f(x_new, args)
             small = jnp.all(jnp.abs(dx) <= rtol * jnp.abs(x_new))
             return x_new, f_new, it + 1, (jnp.max(jnp.abs(f_new)) <= atol) | small
 
-        f0 = f(x0, volts)
+        f0 = f(x0, args)
         x, _, it, done = jax.lax.while_loop(cond, body, (x0, f0, 0, jnp.max(jnp.abs(f0)) <= atol))
+        return x, done, it
+
+    return solve
+
+
+def hand_newton(ladder: Ladder, atol: float, rtol: float, max_steps: int = 100):
+    """Dense Newton (``jacfwd`` + LU) with ``pnjlim`` step limiting in ``lax.while_loop``."""
+    newton = dense_newton(ladder.residual, atol, rtol, max_steps, ladder.step_fraction)
+
+    def solve_one(volts):
+        x, done, it = newton(jnp.zeros(ladder.n + 1, jnp.result_type(float)), volts)
         return x[:ladder.n], done, it
 
     return solve_one

@@ -145,6 +145,27 @@ def robustness(quick: bool, out: Path) -> Section:
     return section
 
 
+def latency(quick: bool, out: Path) -> Section:
+    from . import latency as lat
+
+    tables = lat.run(quick)
+    section = Section(
+        "latency", "Per-call latency: one solve, first call, repeated batches, the CLI (issue 13)",
+        (lat.__doc__ or "").split("\n\n", 1)[1].split("Run:")[0].strip()
+        + "\n\nTargets: warm `jax.jit(solve)` <= 2x the hand Newton, eager `solve(graph)` <= 3x, "
+        "faster than `scipy.optimize.root`; first call of `solve` on the 10-node ladder <= 1.5 s; "
+        "0 compilations on repeated `solve_batch` calls whatever the members' outcomes.")
+    columns = {"latency": lat.LATENCY_COLUMNS, "batch_recompiles": lat.BATCH_COLUMNS,
+               "cli": lat.CLI_COLUMNS}
+    for name, rows in tables.items():
+        section.tables.append((name, rows, columns[name]))
+    if not any("optimistix" in r["method"] for r in tables["latency"]):
+        section.notes.append("optimistix skipped: not installed (`pip install .[bench]`).")
+    if quick:
+        section.notes.append("Quick mode: the 10-node ladder only, B = 200, CLI on the 20 x 20 grid.")
+    return section
+
+
 def _series(rows: list[dict], label, x: str, y: str, factor: float = 1.0) -> dict:
     """``{label(row): ([x], [y * factor])}`` over the rows that have a value for ``y``."""
     series: dict = {}
@@ -179,4 +200,4 @@ def transient(quick: bool, out: Path) -> Section:
 
 
 BENCHMARKS = {"dispatch": dispatch, "circuit": circuit, "scale": scale, "sparse": sparse_solve,
-              "robustness": robustness, "transient": transient}
+              "robustness": robustness, "transient": transient, "latency": latency}

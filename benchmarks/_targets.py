@@ -112,8 +112,35 @@ def sparse_targets(tables: list) -> list[dict]:
                     None if top["B"] < 10_000 else top["solves_per_s"] >= 10_000)]
 
 
+def latency_targets(tables: list) -> list[dict]:
+    table = {caption: rows for caption, rows, _ in tables}
+    out = []
+    for case in dict.fromkeys(r["case"] for r in table.get("latency", [])):
+        rows = {r["method"]: r for r in table["latency"] if r["case"] == case}
+        scipy = rows.get("scipy.optimize.root", {}).get("warm_us")
+        for method, limit in (("simgraph jit(solve(graph))", 2.0), ("simgraph solve(graph)", 3.0)):
+            ratio = rows.get(method, {}).get("vs_hand")
+            out.append(_target(13, f"{method} <= {limit:g}x the hand Newton ({case})",
+                               None if ratio is None else f"{ratio:.2f}x",
+                               None if ratio is None else ratio <= limit))
+        eager = rows.get("simgraph solve(graph)", {})
+        ok = None if scipy is None or not eager else eager["warm_us"] < scipy
+        out.append(_target(13, f"solve(graph) faster than scipy.optimize.root ({case})",
+                           None if ok is None else f"{scipy / eager['warm_us']:.2f}x", ok))
+        if case.startswith("10-node"):
+            first = eager.get("first_s")
+            out.append(_target(13, "first call of solve on the 10-node ladder <= 1.5 s",
+                               None if first is None else f"{first:.2f} s",
+                               None if first is None else first <= 1.5))
+    again = [r["compilations"] for r in table.get("batch_recompiles", [])[1:]]
+    out.append(_target(13, "repeated solve_batch with new values: 0 compilations",
+                       f"{sum(again)} in {len(again)} calls" if again else None,
+                       None if not again else sum(again) == 0))
+    return out
+
+
 CHECKS = {"dispatch": dispatch_targets, "circuit": circuit_targets, "scale": scale_targets,
-          "robustness": robustness_targets, "sparse": sparse_targets}
+          "robustness": robustness_targets, "sparse": sparse_targets, "latency": latency_targets}
 
 
 def summary(sections: list[Section]) -> list[dict]:
@@ -121,7 +148,7 @@ def summary(sections: list[Section]) -> list[dict]:
     out = []
     for section in sections:
         check = CHECKS.get(section.name)
-        data = section.tables if section.name == "sparse" else section.rows
+        data = section.tables if section.name in ("sparse", "latency") else section.rows
         if check is not None and data and not section.failed:
             try:
                 out += check(data)

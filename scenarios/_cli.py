@@ -22,6 +22,9 @@ from ._tables import pandas, write_csv
 
 __all__ = ["main", "parse_sweep"]
 
+#: A directory for the compilation cache, or 0/off to run without it.
+CACHE_ENV = "SIMGRAPH_COMPILATION_CACHE"
+
 
 class UsageError(Exception):
     """A command-line mistake: printed as one line, exit status 2."""
@@ -35,6 +38,9 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m scenarios", description="Physics scenarios solved as "
                      "simgraph object graphs.")
+    parser.add_argument("--no-compile-cache", action="store_true",
+                        help="do not reuse compiled solves from earlier runs (the cache: "
+                        "$SIMGRAPH_COMPILATION_CACHE, else ~/.cache/simgraph/jax; 0 turns it off)")
     sub = parser.add_subparsers(dest="command", metavar="{list,run,demo}", parser_class=_Parser)
     sub.add_parser("list", help="list the scenarios and their shipped examples")
     run = sub.add_parser("run", help="run one scenario")
@@ -213,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         args = _parser().parse_args(argv)
         if args.command is None:
             raise UsageError("give a command: list, run NAME or demo")
+        _compilation_cache(not args.no_compile_cache)
         if args.command == "list":
             return cmd_list()
         return cmd_run(args) if args.command == "run" else cmd_demo(args)
@@ -222,6 +229,20 @@ def main(argv: list[str] | None = None) -> int:
     except KeyError as err:  # bad names (e.g. a --sweep parameter): the message is args[0]
         print(f"error: {_one_line(err.args[0] if err.args else err)}", file=sys.stderr)
         return 2
+
+
+def _compilation_cache(enabled: bool) -> None:
+    """Reuse compiled solves across runs (``solvers.enable_compilation_cache``) unless
+    ``--no-compile-cache`` or ``$SIMGRAPH_COMPILATION_CACHE=0``; a path there is the
+    directory. A cache that cannot be set up only costs compile time: warn and go on."""
+    import solvers
+    value = os.environ.get(CACHE_ENV, "").strip()
+    if not enabled or value.lower() in ("0", "off", "false", "no"):
+        return
+    try:
+        solvers.enable_compilation_cache(value or None)
+    except (OSError, ValueError) as err:
+        print(f"warning: no compilation cache: {_one_line(err)}", file=sys.stderr)
 
 
 def _one_line(err) -> str:

@@ -6,6 +6,7 @@ returns a ``FlatSolution`` with a ``RESULTS`` code per member.
 """
 
 from ._batch import solve_flat_batch
+from ._compile_cache import enable_compilation_cache
 from ._dense import DenseLU
 from ._homotopy import Homotopy
 from ._jaxopt_backend import JaxoptBroyden, JaxoptGaussNewton, JaxoptLevenbergMarquardt
@@ -66,6 +67,7 @@ __all__ = [
     "SingularComponentError",
     "StructurallySingularError",
     "default_method",
+    "enable_compilation_cache",
     "ModelError",
     "Solution",
     "SolveError",

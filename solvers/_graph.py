@@ -26,7 +26,7 @@ from ._batch import solve_flat_batch
 from ._dense import DenseLU
 from ._frame import solution_frame
 from ._method import AbstractRootMethod
-from ._polyalgorithm import Default, run_staged
+from ._polyalgorithm import Default
 from ._result import RESULTS
 from ._solution import FlatSolution, SolveError
 from ._solve import raise_if_failed_anywhere, solve_flat
@@ -35,6 +35,7 @@ from ._schur import schur_plan
 from ._sparse import SparseHostLU, as_pattern
 from ._sparse_auto import SparseAuto
 from ._sparsity import SparsityPattern
+from ._staging import member_starts, member_values, run_staged
 from ._system import System
 
 #: Single solves with more unknowns than this get a sparse LU by default.
@@ -241,7 +242,8 @@ def solve(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
     (``solvers.LevenbergMarquardt()``) also takes more equations than unknowns.
     ``throw=True`` raises on failure: ``SolveError`` outside transforms; inside ``jax.jit``
     JAX's ``jax.errors.JaxRuntimeError`` whose message holds the ``SolveError`` text.
-    Outside transforms ``Default`` runs Newton first and compiles its fallbacks only if needed.
+    Outside transforms ``Default`` runs Newton first and compiles each fallback only when some
+    member reaches it (`run_staged`).
     """
     system = _lowered(graph, solver, evaluation)
     method = default_method(system, solver)
@@ -278,8 +280,8 @@ def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[Abstract
     kwargs = {} if chunk_size is None else {"chunk_size": chunk_size}
 
     def attempt(stage, members):
-        xs = start if members is None or start.ndim == 1 else start[members]
-        vs = batched if members is None else tuple(v[members] for v in batched)
+        xs = start if members is None else member_starts(start, members)
+        vs = batched if members is None else tuple(member_values(v, members) for v in batched)
         return solve_flat_batch(_Residual(system._s, keys), xs, (system.params, vs),
                                 solver=stage, step_limit=step_limit, params_axes=(None, 0),
                                 progress=progress, **kwargs)

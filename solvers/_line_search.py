@@ -43,25 +43,24 @@ def backtrack(fn, x, dx, params: Any, phi0, slope, *, max_backtracks: int = 30,
         # Strict decrease too: near a minimum c1*alpha*slope falls below rounding.
         return (phi <= phi0 + c1 * alpha * slope) & (phi < phi0)
 
-    f1, phi1 = trial(jnp.ones_like(phi0))
     descent = (slope < 0) & active
-    init = LineSearchResult(jnp.ones_like(phi0), f1, phi1, accepted(1.0, phi1) & descent,
-                            jnp.isfinite(phi1), jnp.ones((), jnp.int32))
+    one = jnp.ones_like(phi0)
+    # A do-while over trials (the full step first): F appears once in the traced program.
+    out = jax.eval_shape(fn, x, params)
+    start = LineSearchResult(one, jnp.zeros(out.shape, out.dtype), jnp.full_like(phi0, jnp.inf),
+                             jnp.zeros((), bool), jnp.zeros((), bool), jnp.zeros((), jnp.int32))
 
-    def cond(carry):
-        state, k = carry
-        return ~state.ok & descent & (k < max_backtracks)
+    def cond(state):
+        return (state.num_fev == 0) | (~state.ok & descent & (state.num_fev <= max_backtracks))
 
-    def body(carry):
-        state, k = carry
+    def body(state):
         a, phi = state.alpha, state.phi
         denom = 2.0 * (phi - phi0 - slope * a)
         quad = jnp.where(denom > 0, -slope * a * a / jnp.where(denom > 0, denom, 1.0), 0.5 * a)
-        new_a = jnp.where(jnp.isfinite(phi), jnp.clip(quad, 0.1 * a, 0.5 * a), 0.1 * a)
+        shrunk = jnp.where(jnp.isfinite(phi), jnp.clip(quad, 0.1 * a, 0.5 * a), 0.1 * a)
+        new_a = jnp.where(state.num_fev == 0, one, shrunk)
         f, new_phi = trial(new_a)
-        new = LineSearchResult(new_a, f, new_phi, accepted(new_a, new_phi),
-                               state.any_finite | jnp.isfinite(new_phi), state.num_fev + 1)
-        return new, k + 1
+        return LineSearchResult(new_a, f, new_phi, accepted(new_a, new_phi) & descent,
+                                state.any_finite | jnp.isfinite(new_phi), state.num_fev + 1)
 
-    result, _ = lax.while_loop(cond, body, (init, jnp.zeros((), jnp.int32)))
-    return result
+    return lax.while_loop(cond, body, start)

@@ -14,7 +14,7 @@ from ._dense import DenseLU
 from ._line_search import LineSearchResult, backtrack, half_sq_norm
 from ._linear import AbstractLinearSolver
 from ._method import (AbstractRootMethod, FlatProblem, apply_step_limit, check_count,
-                      check_tolerances, code, freeze, initial_checks, jacobian_finite, max_abs,
+                      check_tolerances, code, initial_checks, jacobian_finite, max_abs,
                       relative_step, step_is_small)
 from ._shape import check_square
 from ._result import RESULTS
@@ -112,6 +112,7 @@ class Newton(AbstractRootMethod):
         moved = search.ok & dx_ok
         x = jnp.where(moved, s.x + search.alpha * direction, s.x)
         f = jnp.where(moved, search.f, s.f)
+        phi = jnp.where(moved, search.phi, s.phi)
         steps = s.steps + 1
         converged = (max_abs(f) <= self.atol) | small_step
         searched = search.ok | self._relaxed(s)  # a failed full step goes back to the best
@@ -125,17 +126,17 @@ class Newton(AbstractRootMethod):
                            jnp.where(failed, failure,
                                      jnp.where(out_of_steps, code(RESULTS.max_steps_reached),
                                                code(RESULTS.successful))))
-        x, f, phi, best, streak = self._watch(s, x, f, search.ok, converged)
-        new = _State(x, f, phi, steps, s.num_fev + search.num_fev, s.num_jev + 1, result,
-                     converged | failed | out_of_steps, best, streak,
-                     jnp.where(dx_ok, relative_step(dx, s.x), jnp.inf))
-        return freeze(s.done, s, new)
+        x, f, phi, best, streak = self._watch(s, x, f, phi, search.ok, converged)
+        # no freeze of finished members: the loop runs only while not done, and under vmap
+        # lax.while_loop keeps each finished member's state itself
+        return _State(x, f, phi, steps, s.num_fev + search.num_fev, s.num_jev + 1, result,
+                      converged | failed | out_of_steps, best, streak,
+                      jnp.where(dx_ok, relative_step(dx, s.x), jnp.inf))
 
-    def _watch(self, s: _State, x, f, ok, converged):
+    def _watch(self, s: _State, x, f, phi, ok, converged):
         """The watchdog's book-keeping: a new best resets the streak; a full step that is
         not finite, or the M-th in a row without a new best, returns to the best point,
         from which the next step backtracks. A converged or unwatched run never goes back."""
-        phi = half_sq_norm(f)
         improved = phi <= (1.0 - 1e-4) * s.best[2]
         streak = jnp.where(improved, 0, s.streak + 1)
         back = (self._relaxed(s) & ~improved & ~converged

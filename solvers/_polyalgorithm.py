@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 from ._dense import DenseLU
@@ -137,33 +136,3 @@ class Default(AbstractRootMethod):
             retry = active & ~best.converged & (best.result != int(RESULTS.nonfinite_input))
             best = merge(best, method.run(problem, x0, params, retry), retry)
         return best
-
-
-def needs_fallback(sol: FlatSolution) -> np.ndarray:
-    """Members a fallback stage retries: failed, with finite inputs (as Default.run does)."""
-    return ~np.asarray(sol.converged) & (np.asarray(sol.result) != int(RESULTS.nonfinite_input))
-
-
-def run_staged(method: Any, m: int, n: int,
-               attempt: Callable[[Any, Optional[np.ndarray]], FlatSolution]) -> FlatSolution:
-    """``Default`` on concrete inputs, stage by stage on the host: ``attempt(method, members)``
-    solves the given batch members (None: all) with a method. Newton runs alone; the fallback
-    stages are compiled and run only for the members it failed, then merged as ``Default.run``
-    merges (same answer, codes and summed counts). Other methods are run as they are."""
-    parts = method.split(m, n) if isinstance(method, Default) else None
-    if parts is None:
-        return attempt(method, None)
-    first, rest = parts
-    sol = attempt(first, None)
-    retry = needs_fallback(sol)
-    if not retry.any():
-        return sol
-    if retry.ndim == 0:
-        return merge(sol, attempt(rest, None), jnp.asarray(True))
-    idx = np.flatnonzero(retry)
-    size = min(1 << int(len(idx) - 1).bit_length(), retry.size)  # few distinct shapes to compile
-    padded = np.concatenate([idx, np.repeat(idx[-1:], size - len(idx))])
-    new = jax.tree_util.tree_map(lambda a: a[: len(idx)], attempt(rest, padded))
-    old = jax.tree_util.tree_map(lambda a: a[idx], sol)
-    merged = jax.vmap(merge)(old, new, jnp.ones(len(idx), bool))
-    return jax.tree_util.tree_map(lambda a, b: jnp.asarray(a).at[idx].set(b), sol, merged)

@@ -1,4 +1,5 @@
-"""Default staged on the host: Newton alone first, fallbacks only for the members it failed.
+"""Default staged on the host: Newton alone first, each fallback only for the members still
+failing, in fixed-size buckets (no recompilation when the number of failures changes).
 
 The staged (eager) answer must equal the single traced program's (under jit) in every field.
 """
@@ -10,7 +11,9 @@ import pytest
 
 import simgraph as sg
 import solvers
-from solvers import _graph
+from solvers import _graph, _staging
+
+from compile_count import compilations
 
 
 class Square(sg.ReffableTreeNode):
@@ -55,8 +58,8 @@ def calls(monkeypatch):
 def test_staged_batch_equals_traced_default(calls):
     graph = Square(jnp.asarray(2.0))
     eager = solvers.solve_batch(graph, {"c": CS}, SHORT)
-    assert [type(m).__name__ for m, _ in calls] == ["Newton", "Default"]
-    assert calls[1][1] == 2  # only the two members Newton failed (NaN is not retried)
+    assert [type(m).__name__ for m, _ in calls] == ["Newton", "TrustRegion"]
+    assert calls[1][1] == 7  # one bucket: the two members Newton failed, padded to the batch
     traced = jax.jit(lambda c: solvers.solve_batch(graph, {"c": c}, SHORT).flat)(CS)
     assert_same(eager.flat, traced)
     assert np.asarray(eager.result).tolist() == [0, 0, 0, int(solvers.RESULTS.nonfinite_input),
@@ -64,11 +67,24 @@ def test_staged_batch_equals_traced_default(calls):
     assert int(eager.iterations[1]) > 5  # Newton's 5 iterations plus the trust region's
 
 
-def test_staged_batch_pads_failures_to_few_shapes(calls):
+def test_staged_batch_retries_in_fixed_buckets(calls, monkeypatch):
+    monkeypatch.setattr(_staging, "BUCKET", 2)
     cs = jnp.concatenate([jnp.full(3, 1e6), jnp.arange(1.0, 6.0)])
     sol = solvers.solve_batch(Square(jnp.asarray(2.0)), {"c": cs}, SHORT, x0=jnp.ones((8, 1)))
-    assert calls[1][1] == 4 and bool(sol.converged.all())
+    assert [size for _, size in calls] == [8, 2, 2] and bool(sol.converged.all())
     np.testing.assert_allclose(sol.x[:, 0], jnp.sqrt(cs))
+
+
+def test_new_failure_counts_compile_nothing():
+    graph, rng = Square(jnp.asarray(2.0)), np.random.default_rng(0)
+    cs = rng.uniform(0.5, 4.0, 64)
+    solvers.solve_batch(graph, {"c": -cs})  # every stage compiled: no member has a root
+    for failing in (1, 7, 30, 64, 0):
+        values = np.where(np.arange(64) < failing, -cs, rng.uniform(0.5, 4.0, 64))
+        with compilations() as count:
+            sol = solvers.solve_batch(graph, {"c": values})
+        assert int((~np.asarray(sol.converged)).sum()) == failing
+        assert count[0] == 0, f"{count[0]} compilations with {failing} failing members"
 
 
 def test_no_fallback_compiled_when_newton_converges(calls):
@@ -81,7 +97,7 @@ def test_no_fallback_compiled_when_newton_converges(calls):
 
 def test_staged_single_solve_equals_traced(calls):
     eager = solvers.solve(Square(jnp.asarray(1e6)), SHORT)
-    assert [type(m).__name__ for m, _ in calls] == ["Newton", "Default"]
+    assert [type(m).__name__ for m, _ in calls] == ["Newton", "TrustRegion"]
     traced = jax.jit(lambda c: solvers.solve(Square(c), SHORT).flat)(1e6)
     assert_same(eager.flat, traced)
     assert float(eager.system.x) == pytest.approx(1e3)
@@ -125,3 +141,12 @@ def test_real_default_staged_equals_traced():
     assert_same(eager.flat, traced)
     assert np.asarray(eager.converged).tolist() == [False, True, True]
     assert "line_search_failed" in eager.message(0)
+
+
+def test_later_stages_compiled_only_when_reached(calls):
+    # x^3 - 2x + 3 from 0: the watchdog's full steps fail, the monotone Newton succeeds, so
+    # the trust region and the homotopy are never built.
+    sol = solvers.solve_batch(Cycle(jnp.asarray(3.0)), {"c": jnp.asarray([3.0, 3.0])})
+    assert bool(sol.converged.all())
+    assert [type(m).__name__ for m, _ in calls] == ["Newton", "Newton"]
+    assert calls[1][0].watchdog == 0

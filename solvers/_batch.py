@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from ._concrete import is_concrete
 from ._method import AbstractRootMethod, Continuation, FlatProblem, StepLimit
 from ._solution import FlatSolution
 from ._solve import check_arguments, linear_solver_of, raise_if_failed_anywhere, solve_core
@@ -160,9 +161,7 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
     x0_axis = 0 if x0.ndim == 2 else None
     axes = _axes_leaves(params, params_axes)
     size = _batch_size(x0, x0_axis, params, axes)
-    traced = any(isinstance(leaf, jax.core.Tracer)
-                 for leaf in jax.tree_util.tree_leaves((x0, params)))
-    if traced:
+    if not is_concrete((x0, params)):
         sol = _solve_batched(problem, method, x0_axis, axes, 0, x0, params)
     else:
         sol = _chunked(problem, method, x0_axis, axes, x0, params, size, chunk_size, progress)

@@ -16,13 +16,9 @@ import jax
 import numpy as np
 import jax.numpy as jnp
 
-try:  # jax's own test for "no transform is tracing"; only the tracer check without it
-    from jax._src import core as jax_core
-except ImportError:  # pragma: no cover
-    jax_core = None
-
 from ._banded import BandedLU, banded_beats_dense
 from ._batch import solve_flat_batch
+from ._concrete import is_concrete, staging
 from ._dense import DenseLU
 from ._method import AbstractRootMethod
 from ._polyalgorithm import Default, run_staged
@@ -250,11 +246,9 @@ def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[Abstract
 
 
 def _eager(tree: Any) -> bool:
-    """True outside every JAX transform (no tracer among the inputs, no trace active)."""
-    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(tree)):
-        return False
-    clean = getattr(jax_core, "trace_state_clean", None)
-    return True if clean is None else bool(clean())
+    """True when the solve's results will be concrete: no tracer among the inputs and no
+    program being staged (``jit``); under ``vmap``/``grad`` of other values they are."""
+    return is_concrete(tree) and not staging()
 
 
 def _run(method, system: System, inputs: Any, attempt) -> FlatSolution:

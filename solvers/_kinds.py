@@ -19,6 +19,7 @@ import numpy as np
 import simgraph as sg
 from simgraph import _tables, _walk
 
+from ._concrete import is_concrete, is_traced, is_traced_type
 from ._model_errors import ModelError
 
 _REF = ("ref",)
@@ -310,14 +311,14 @@ def stack_columns(analysis: Analysis, datas: list) -> tuple[Any, dict]:
 def _stack(values: list, col: Column):
     shape = lambda k: (k,) + col.shape  # noqa: E731
     types = set(map(type, values))
-    if not any(issubclass(t, jax.core.Tracer) for t in types):
+    if not any(map(is_traced_type, types)):
         if any(issubclass(t, jax.Array) for t in types):
             values = jax.device_get(values)  # one batched transfer instead of one per leaf
         return jnp.asarray(np.asarray(values, dtype=col.dtype).reshape(shape(len(values))))
-    traced = [i for i, v in enumerate(values) if isinstance(v, jax.core.Tracer)]
+    traced = [i for i, v in enumerate(values) if is_traced(v)]
     if len(traced) == len(values):
         return jnp.stack([jnp.asarray(v, dtype=col.dtype) for v in values])
-    rest = [i for i in range(len(values)) if not isinstance(values[i], jax.core.Tracer)]
+    rest = [i for i in range(len(values)) if not is_traced(values[i])]
     host = np.zeros(shape(len(values)), dtype=col.dtype)
     host[rest] = np.asarray(jax.device_get([values[i] for i in rest]), dtype=col.dtype).reshape(shape(len(rest)))
     tv = jnp.stack([jnp.asarray(values[i], dtype=col.dtype) for i in traced])
@@ -325,7 +326,7 @@ def _stack(values: list, col: Column):
 
 
 def _assemble_x(analysis: Analysis, pieces: list):
-    if not any(isinstance(v, jax.core.Tracer) for _, v in pieces):
+    if is_concrete([v for _, v in pieces]):
         x0 = np.zeros(analysis.n, dtype=analysis.x_dtype)
         for idx, values in pieces:
             x0[idx] = np.asarray(values).reshape(idx.shape)

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ._concrete import is_concrete
 from ._dense import DenseLU
 from ._implicit import implicit_solution
 from ._linear import AbstractLinearSolver
@@ -79,7 +80,7 @@ def raise_if_failed_anywhere(sol: FlatSolution) -> FlatSolution:
     """``sol.raise_if_failed()`` now if concrete, else from a callback when the result is
     computed (the only way to raise from inside jit: ``jax.pure_callback``, a host round
     trip). The callback's output is added to x as zero so it is never optimised away."""
-    if not isinstance(sol.result, jax.core.Tracer):
+    if is_concrete(sol.result):
         return sol.raise_if_failed()
     token = jax.pure_callback(
         partial(_host_check, np.dtype(sol.x.dtype)),

@@ -7,6 +7,7 @@ results by name (``result.temperature("plate")``).
 """
 from .._cli_report import Report, SweepSpec
 from .._errors import FormatError
+from ._reader import ThermalData, read_thermal_data
 from ._build import build_thermal, read_thermal
 from ._model import (STEFAN_BOLTZMANN, Conduction, FixedTemperature, HeatLoad, Radiation,
                      ThermalNetwork, ThermalNode, grey_body_factor)
@@ -14,6 +15,7 @@ from ._run import EXAMPLE, run
 from ._solve import ThermalResult, ThermalSweep, parameter_path, solve_thermal, sweep_thermal
 
 __all__ = [
+    "ThermalData", "read_thermal_data",
     "EXAMPLE", "STEFAN_BOLTZMANN", "Conduction", "FixedTemperature", "FormatError", "HeatLoad",
     "Radiation", "Report", "SweepSpec", "ThermalNetwork", "ThermalNode", "ThermalResult",
     "ThermalSweep", "build_thermal", "grey_body_factor", "parameter_path", "read_thermal", "run",

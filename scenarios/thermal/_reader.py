@@ -94,5 +94,5 @@ def _radiation(spec: Spec, name: str, value, nodes: dict) -> tuple:
         raise spec.fail(f"{w}.view_factor", f"a view factor is at most 1, got {view}",
                         "give F_ab in (0, 1]")
     return (spec.ref(e, "a", w, nodes, "node"), spec.ref(e, "b", w, nodes, "node"),
-            spec.number(e, "area", w, positive=True, unit="m^2"), emissivity, view,
+            spec.number(e, "area", w, positive=True, unit="m^2"), tuple(emissivity), view,
             spec.number(e, "area_ratio", w, default=1.0, positive=True))

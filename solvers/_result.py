@@ -23,6 +23,7 @@ class RESULTS(enum.IntEnum):
     nonfinite_input = 5
     local_minimum = 6
     continuation_failed = 7
+    linear_solve_failed = 8
 
     @property
     def message(self) -> str:
@@ -86,5 +87,12 @@ _MESSAGES = {
         "shrank to nothing) before reaching t = 1. Try another start, a larger `steps` "
         "(smaller first path step) or `max_steps`, or give the problem its own continuation "
         "(FlatProblem.continuation, e.g. source stepping)."
+    ),
+    RESULTS.linear_solve_failed: (
+        "The linear solver could not solve the Newton system accurately although no pivot "
+        "vanished: SparseLU's static pivots broke down (its backward error stayed above "
+        "backward_tol after refinement) or SparseKrylov did not converge. Try a pivoting "
+        "solver: solvers.SparseHostLU() on CPU, solvers.BandedLU() for narrow bands, "
+        "solvers.DenseLU() for small systems; or SparseLU(pivoting='matching', refine=3)."
     ),
 }

@@ -81,15 +81,17 @@ class _AbstractSparseSolver(AbstractLinearSolver):
         if self.jacobian is not None:
             return self
         if pattern is None:
-            raise SparsityError(
-                f"{type(self).__name__} has no sparsity pattern yet. solvers.solve and "
-                "solve_batch bind it to the system's Jacobian pattern; for solve_flat or "
-                "solve_flat_batch pass "
-                "sparsity=solvers.SparsityPattern(rows, cols, shape), or build the solver "
-                "with the pattern.")
+            raise self._unbound()
         bound = copy.copy(self)
         bound._bind_pattern(pattern)
         return bound
+
+    def _unbound(self) -> SparsityError:
+        return SparsityError(
+            f"{type(self).__name__} has no sparsity pattern yet. solvers.solve and solve_batch "
+            "bind it to the system's Jacobian pattern; for solve_flat or solve_flat_batch "
+            "pass sparsity=solvers.SparsityPattern(rows, cols, shape), or build the solver "
+            "with the pattern.")
 
     @property
     def pattern(self) -> SparsityPattern:
@@ -98,7 +100,7 @@ class _AbstractSparseSolver(AbstractLinearSolver):
 
     def _jac(self) -> SparseJacobian:
         if self.jacobian is None:
-            self.bind(None)  # raises the explanation
+            raise self._unbound()
         return self.jacobian
 
     def _key(self):

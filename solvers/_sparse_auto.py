@@ -40,7 +40,8 @@ class SparseAuto(_AbstractSparseSolver):
         return (a.batch_size, a.max_products, a.max_analyse, a.host_batch, a.band_ratio)
 
     def _chosen(self):
-        self._jac()  # raises the explanation when unbound
+        if self.choice is None:
+            raise self._unbound()
         return self.choice
 
     def linearize(self, fn, x, params):

@@ -156,3 +156,23 @@ def test_readers_give_frozen_plain_data(domain, reader, data_file):
     same = jax.tree_util.tree_map(lambda a, b: bool(np.all(a == b)), read, built)
     assert jax.tree_util.tree_structure(read) == jax.tree_util.tree_structure(built)
     assert all(jax.tree_util.tree_leaves(same))
+
+
+#: Where JAX's tracer type may be named: solvers asks "is this concrete?" in one place, and
+#: simgraph's walk registers the types it reads as arrays (tracers are not jax.Array subclasses).
+TRACER_USERS = {"solvers/_concrete.py", "simgraph/_walk.py"}
+
+
+def test_no_jax_internals_and_tracer_checks_in_one_place():
+    private, tracer = [], []
+    for path in package_files():
+        rel = path.relative_to(ROOT).as_posix()
+        source = path.read_text()
+        if any(name.startswith("jax._src") for name in imports(source, module_name(path))):
+            private.append(rel)
+        names = {node.attr for node in ast.walk(ast.parse(source))
+                 if isinstance(node, ast.Attribute)}
+        if "Tracer" in names and rel not in TRACER_USERS:
+            tracer.append(rel)
+    assert not private, f"these import JAX internals (jax._src): {private}"
+    assert not tracer, f"ask solvers._concrete (or catch jax.errors) instead: {tracer}"

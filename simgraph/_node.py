@@ -122,10 +122,13 @@ def check_fields(node: ReffableTreeNode) -> None:
 def _short_repr(value: Any) -> str:
     if isinstance(value, ReffableTreeNode):
         return f"<{type(value).__name__} at {id(value):#x}>"
-    if isinstance(value, (jax.Array, np.ndarray)) and not isinstance(value, jax.core.Tracer):
-        if value.size <= 6:
+    if isinstance(value, (jax.Array, np.ndarray)):
+        if value.size > 6:
+            return f"{value.dtype}{list(value.shape)}"
+        try:
             return np.array2string(np.asarray(value), separator=", ")
-        return f"{value.dtype}{list(value.shape)}"
+        except jax.errors.TracerArrayConversionError:  # traced: no values to show
+            return repr(value)
     if isinstance(value, (list, tuple)) and len(value) > 0:
         inner = ", ".join(_short_repr(v) for v in value[:4])
         more = ", ..." if len(value) > 4 else ""

@@ -1,8 +1,10 @@
 """Batched, differentiable Newton-family solves of F(x, params) = 0 that say when they fail.
 
 Methods are objects passed to a solve (``solver=solvers.Newton(...)``); every method works
-through a linear solver (``DenseLU``, ``GMRES``, ``BiCGStab``, or a sparse back end) and
-returns a ``FlatSolution`` with a ``RESULTS`` code per member.
+through a linear solver (``DenseLU``, ``GMRES``, ``BiCGStab``, a sparse back end such as
+``SparseLU()``, bound to the system's Jacobian pattern by the solve, or
+``AutoLinearSolver()``, which chooses) and returns a ``FlatSolution`` with a ``RESULTS``
+code per member.
 """
 
 from ._batch import solve_flat_batch
@@ -12,7 +14,7 @@ from ._homotopy import Homotopy
 from ._jaxopt_backend import JaxoptBroyden, JaxoptGaussNewton, JaxoptLevenbergMarquardt
 from ._krylov import GMRES, BiCGStab
 from ._levenberg_marquardt import LevenbergMarquardt
-from ._linear import AbstractLinearSolver
+from ._linear import AbstractLinearSolver, LinearSolution
 from ._method import AbstractRootMethod, FlatProblem
 from ._newton import Newton
 from ._polyalgorithm import Default
@@ -31,6 +33,7 @@ from ._model_errors import (
     SingularComponentError,
     StructurallySingularError,
 )
+from ._auto import AutoLinearSolver
 from ._banded import BandedLU
 from ._sparse import SparseHostLU, SparseLU
 from ._sparse_auto import SparseAuto
@@ -44,6 +47,7 @@ from ._storage import Clock
 __all__ = [
     "AbstractLinearSolver",
     "AbstractRootMethod",
+    "AutoLinearSolver",
     "BandedLU",
     "BiCGStab",
     "Clock",
@@ -58,6 +62,7 @@ __all__ = [
     "JaxoptGaussNewton",
     "JaxoptLevenbergMarquardt",
     "LevenbergMarquardt",
+    "LinearSolution",
     "Newton",
     "RESULTS",
     "ContributionError",

@@ -22,8 +22,8 @@ import scipy.sparse as sp
 from jax import lax
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-from ._sparse import _AbstractSparseSolver, as_pattern
-from ._sparsity import SparsityError, SparsityPattern, column_coloring, compressed_index
+from ._sparse import _AbstractSparseSolver, as_pattern, with_finite_result
+from ._sparsity import SparsityPattern, column_coloring, compressed_index
 
 #: Systems up to this many unknowns are eliminated by an unrolled loop (no loop overhead).
 UNROLL_LIMIT = 32
@@ -106,21 +106,16 @@ def _slots(rows, cols, source, n, lower, upper, size) -> np.ndarray:
 class BandedLU(_AbstractSparseSolver):
     """Banded LU with partial pivoting after a reverse Cuthill-McKee ordering.
 
-    Built from a `SparsityPattern` or ``(rows, cols, shape)`` of a square Jacobian; the
-    Jacobian comes from graph-coloured JVPs like the other sparse solvers. Work per solve is
+    ``BandedLU()`` is bound to the system's pattern by the solve (or built from a
+    `SparsityPattern` or ``(rows, cols, shape)`` of a square Jacobian); the Jacobian comes
+    from graph-coloured JVPs like the other sparse solvers. Work per solve is
     ``n (kl + 1) (kl + ku + 1)`` multiply-adds in ``n`` sequential steps, so it pays for
     narrow bands (``kl``, ``ku`` = `bandwidths`), above all under ``vmap`` over many
     members. A pivot below ``n * eps * max|A|`` gives a NaN solution (singular Jacobian).
     """
 
-    def __init__(self, rows, cols=None, shape=None):
-        pattern = as_pattern(rows, cols, shape)
-        if pattern.shape[0] != pattern.shape[1]:
-            raise SparsityError(
-                f"BandedLU needs a square Jacobian, got {pattern.shape}; use a least-squares "
-                "method or check the counts of equations and unknowns."
-            )
-        object.__setattr__(self, "pattern", pattern)
+    def __init__(self, rows=None, cols=None, shape=None):
+        self._bind_pattern(as_pattern(rows, cols, shape))
 
     @property
     def plan(self) -> BandPlan:
@@ -142,7 +137,7 @@ class BandedLU(_AbstractSparseSolver):
             order = jnp.asarray(plan.order)
             x = banded_solve(band, b[order], lower, upper)
             return jnp.zeros_like(x).at[order].set(x)
-        return solve
+        return with_finite_result(solve)
 
 
 def banded_solve(band: jax.Array, b: jax.Array, lower: int, upper: int) -> jax.Array:

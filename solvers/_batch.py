@@ -17,8 +17,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from ._concrete import is_concrete
 from ._method import AbstractRootMethod, Continuation, FlatProblem, StepLimit
 from ._solution import FlatSolution
+from ._sparsity import SparsityPattern
 from ._solve import check_arguments, linear_solver_of, raise_if_failed_anywhere, solve_core
 
 DEFAULT_CHUNK = 16384
@@ -143,7 +145,8 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
                      step_limit: Optional[StepLimit] = None,
                      continuation: Optional[Continuation] = None,
                      params_axes: Any = 0, chunk_size: int = DEFAULT_CHUNK,
-                     progress: Optional[bool] = None, throw: bool = False) -> FlatSolution:
+                     progress: Optional[bool] = None, sparsity: Optional[SparsityPattern] = None,
+                     throw: bool = False) -> FlatSolution:
     """Solve ``fn(x, params_b) = 0`` for every batch member b; a batched ``FlatSolution``.
 
     ``x0`` is (n,) (shared start) or (B, n). ``params_axes`` is 0 (every leaf batched along
@@ -153,9 +156,9 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
     terminal (``progress`` forces it on/off), split over all devices with a
     ``NamedSharding`` when there are several; on one CPU each chunk runs in cache-sized
     blocks of members (`block_size`). Under ``jit``/``grad``/``vmap`` it is a plain ``vmap``
-    (differentiable).
+    (differentiable). ``sparsity``: the Jacobian's `SparsityPattern` (as in `solve_flat`).
     """
-    x0, method = check_arguments(x0, solver)
+    x0, method = check_arguments(x0, solver, sparsity)
     problem = FlatProblem(fn, step_limit, continuation)
     x0_axis = 0 if x0.ndim == 2 else None
     axes = _axes_leaves(params, params_axes)
@@ -163,9 +166,7 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
     if size == 0:
         raise ValueError("the batch is empty (0 members along the leading axis): give at "
                          "least one member.")
-    traced = any(isinstance(leaf, jax.core.Tracer)
-                 for leaf in jax.tree_util.tree_leaves((x0, params)))
-    if traced:
+    if not is_concrete((x0, params)):
         sol = _solve_batched(problem, method, x0_axis, axes, 0, x0, params)
     else:
         sol = _chunked(problem, method, x0_axis, axes, x0, params, size, chunk_size, progress)

@@ -2,8 +2,8 @@
 
 A graph is lowered to a :class:`System` (``F(x, params) = 0``), solved with a method object,
 and the answer comes back as a :class:`Solution` whose ``.system`` is a new graph with the
-unknowns solved and the sharing intact. Large systems get a sparse linear solver built from
-the graph's Jacobian pattern unless the caller passes a method with its own.
+unknowns solved and the sharing intact. The method's linear solvers are bound to the graph's
+Jacobian pattern; without a method, `AutoLinearSolver` chooses one by size and pattern.
 """
 
 from __future__ import annotations
@@ -13,40 +13,21 @@ import functools
 from typing import Any, Mapping, Optional
 
 import jax
-import numpy as np
 import jax.numpy as jnp
+import numpy as np
 
-try:  # jax's own test for "no transform is tracing"; only the tracer check without it
-    from jax._src import core as jax_core
-except ImportError:  # pragma: no cover
-    jax_core = None
-
-from ._banded import BandedLU, banded_beats_dense
+from ._auto import AutoLinearSolver
 from ._batch import solve_flat_batch
-from ._dense import DenseLU
+from ._bind import bind_linear_solvers
+from ._concrete import is_concrete, is_traced, staging
 from ._frame import solution_frame
 from ._method import AbstractRootMethod
 from ._polyalgorithm import Default
 from ._result import RESULTS
 from ._solution import FlatSolution, SolveError
 from ._solve import raise_if_failed_anywhere, solve_flat
-from ._host_lu import symmetric_with_diagonal
-from ._schur import schur_plan
-from ._sparse import SparseHostLU, as_pattern
-from ._sparse_auto import SparseAuto
-from ._sparsity import SparsityPattern
 from ._staging import member_starts, member_values, run_staged
 from ._system import System
-
-#: Single solves with more unknowns than this get a sparse LU by default.
-DENSE_LIMIT = 120
-#: Batched solves with more unknowns than this get a sparse LU by default (the dense LU's
-#: n^3 per member dominates a batch much earlier than a single solve).
-DENSE_LIMIT_BATCH = 24
-#: From this many unknowns `host_solver` orders symmetric patterns by nested dissection:
-#: measured on the 2-D diode grid, 10% faster factorizations at 2 500 unknowns and 30% at
-#: 25 000 than SuperLU's minimum degree (once per pattern it costs ~25 us per unknown).
-ND_MIN = 2000
 
 
 class _Residual:
@@ -172,63 +153,22 @@ class Solution:
 
 def default_method(system: System, solver: Optional[AbstractRootMethod] = None, *,
                    batch_size: Optional[int] = None, **options: Any) -> AbstractRootMethod:
-    """The caller's method, or ``Default(**options)`` with a linear solver suited to the
-    system: dense LU for small systems (for batches a banded LU when the pattern is a narrow
-    band, e.g. a ladder: coloured JVPs and no batched LAPACK calls), else a sparse LU from
-    the graph's Jacobian pattern
-    (scipy's pivoting LU on the host for single CPU solves; for batches the back end
-    ``SparseAuto`` picks, usually the in-JAX level-scheduled ``SparseLU``)."""
+    """The caller's method, or ``Default(**options)`` with the linear solver
+    ``AutoLinearSolver(batch_size=batch_size)`` chooses for the system (a dense LU for small
+    systems, a banded LU for narrow-banded batches, else a sparse LU from the graph's
+    Jacobian pattern: scipy's pivoting LU on the host for single CPU solves, usually the
+    in-JAX level-scheduled ``SparseLU`` for batches)."""
     if solver is not None:
         return solver
-    limit = DENSE_LIMIT if batch_size is None else DENSE_LIMIT_BATCH
-    if system.n != system.m:
-        return Default(linear_solver=DenseLU(), **options)
-    if system.n <= limit:
-        if batch_size is not None and banded_beats_dense(system.sparsity_pattern()):
-            return Default(linear_solver=BandedLU(system.sparsity_pattern()), **options)
-        return Default(linear_solver=DenseLU(), **options)
-    pattern = system.sparsity_pattern()
-    if batch_size is None and jax.default_backend() == "cpu":
-        return Default(linear_solver=_cached_host_solver(pattern), **options)
-    return Default(linear_solver=SparseAuto(pattern, batch_size=batch_size), **options)
+    auto = AutoLinearSolver(batch_size=batch_size)
+    linear = auto.choose((system.m, system.n), system.sparsity_pattern)
+    return Default(linear_solver=linear, **options)
 
 
-def host_solver(rows, cols=None, shape=None) -> SparseHostLU:
-    """The host LU for one large system: `host_ordering`'s ordering, with diagonal threshold
-    pivoting (``diag_pivot_thresh=0.1``) for the symmetric one; for a saddle point whose
-    Schur complement is symmetric with its diagonal (a pipe network: eliminating the flows
-    leaves a weighted Laplacian on the heads, as EPANET's GGA does) ``schur=True`` with that
-    symmetric ordering on the complement: at 10^5 unknowns a Newton step takes a quarter of
-    COLAMD's time on the whole matrix. From ``ND_MIN`` unknowns the symmetric ordering is
-    our nested dissection (``"ND"``) instead of SuperLU's minimum degree."""
-    pattern = as_pattern(rows, cols, shape)
-    order = host_ordering(pattern.rows, pattern.cols)
-    symmetric = "ND" if pattern.shape[0] >= ND_MIN else "MMD_AT_PLUS_A"
-    if order == "COLAMD":
-        plan = schur_plan(pattern)
-        if plan is not None and plan.symmetric:
-            return SparseHostLU(pattern, permc_spec=symmetric, diag_pivot_thresh=0.1,
-                                schur=True)
-        return SparseHostLU(pattern, permc_spec=order)
-    return SparseHostLU(pattern, permc_spec=symmetric, diag_pivot_thresh=0.1)
-
-
-@functools.lru_cache(maxsize=16)
-def _cached_host_solver(pattern: SparsityPattern) -> SparseHostLU:
-    return host_solver(pattern)
-
-
-def host_ordering(rows, cols) -> str:
-    """SuperLU column ordering for a pattern: minimum degree on A^T + A when the pattern is
-    (nearly) structurally symmetric with (nearly) all its diagonal, as circuits and grids are
-    (about half COLAMD's fill on a 2-D grid), else COLAMD. ``default_method`` pairs the
-    symmetric ordering with threshold pivoting (``diag_pivot_thresh=0.1``), which keeps it
-    while the diagonal can pivot. Saddle-point patterns (a pipe network: a third of the
-    diagonal structurally zero) pivot off the diagonal wherever it is zero or small, which
-    undoes a symmetric ordering: 8 times COLAMD's fill at 10^4 unknowns."""
-    rows, cols = np.asarray(rows), np.asarray(cols)
-    n = int(max(rows.max(initial=-1), cols.max(initial=-1))) + 1
-    return "MMD_AT_PLUS_A" if symmetric_with_diagonal(rows, cols, n) else "COLAMD"
+def _method(system: System, solver, batch_size=None) -> AbstractRootMethod:
+    """`default_method`'s method with its linear solvers bound to the system's pattern."""
+    return bind_linear_solvers(default_method(system, solver, batch_size=batch_size),
+                               system.sparsity_pattern)
 
 
 def solve(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
@@ -246,7 +186,7 @@ def solve(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
     member reaches it (`run_staged`).
     """
     system = _lowered(graph, solver, evaluation)
-    method = default_method(system, solver)
+    method = _method(system, solver)
     step_limit = _StepLimit(system._s) if system.has_step_limit else None
 
     def attempt(stage, members):
@@ -275,7 +215,7 @@ def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[Abstract
     system = _lowered(graph, solver, evaluation)
     keys, batched = _sweep_values(system, values)
     start = system.x0 if x0 is None else jnp.asarray(x0)
-    method = default_method(system, solver, batch_size=int(batched[0].shape[0]))
+    method = _method(system, solver, int(batched[0].shape[0]))
     step_limit = _StepLimit(system._s, keys) if system.has_step_limit else None
     kwargs = {} if chunk_size is None else {"chunk_size": chunk_size}
 
@@ -299,11 +239,9 @@ def _lowered(graph: Any, solver: Optional[AbstractRootMethod], evaluation: str) 
 
 
 def _eager(tree: Any) -> bool:
-    """True outside every JAX transform (no tracer among the inputs, no trace active)."""
-    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(tree)):
-        return False
-    clean = getattr(jax_core, "trace_state_clean", None)
-    return True if clean is None else bool(clean())
+    """True when the solve's results will be concrete: no tracer among the inputs and no
+    program being staged (``jit``); under ``vmap``/``grad`` of other values they are."""
+    return is_concrete(tree) and not staging()
 
 
 def _run(method, system: System, inputs: Any, attempt) -> FlatSolution:
@@ -318,7 +256,7 @@ def _checked(sol: Solution, throw: bool) -> Solution:
     transform (``raise_if_failed_anywhere``)."""
     if not throw:
         return sol
-    if isinstance(sol.flat.result, jax.core.Tracer):
+    if is_traced(sol.flat.result):
         return dataclasses.replace(sol, flat=raise_if_failed_anywhere(sol.flat))
     return sol.raise_if_failed()
 

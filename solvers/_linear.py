@@ -1,20 +1,48 @@
 """How Newton-type methods obtain and use the Jacobian of ``F(x, params)``.
 
-A linear solver is a small, hashable, immutable object passed to a method (like diffrax's
-solvers). It builds an *operator* for the Jacobian at ``x`` (a pytree of arrays that can be
-carried through ``lax.while_loop`` and ``vmap``) and solves with it. Dense LU, matrix-free
-Krylov and sparse (graph-coloured) back ends all implement this interface, so every method
-works with every back end.
+A linear solver is a small, hashable, immutable object passed to a method (like lineax's
+solvers): configuration only. It builds an *operator* for the Jacobian at ``x`` (a pytree of
+arrays that can be carried through ``lax.while_loop`` and ``vmap``) and solves with it,
+returning the value and a result code (`solve_with_result`). Sparse back ends need the
+Jacobian's sparsity: a solve binds them to the system's pattern (`bind`), so
+``Newton(linear_solver=SparseLU())`` is written before anything is lowered. Dense LU,
+matrix-free Krylov and sparse (graph-coloured) back ends all implement this interface, so
+every method works with every back end.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
+import jax.numpy as jnp
+
+from ._result import RESULTS
 
 Residual = Callable[[jax.Array, Any], jax.Array]
+
+
+class LinearSolution(NamedTuple):
+    """A linear solve's ``value`` and its ``result`` code: ``RESULTS.successful``,
+    ``singular_jacobian`` (a pivot vanished) or ``linear_solve_failed`` (no vanishing
+    pivot, but the solve is not accurate: static pivots broke down, Krylov stalled)."""
+
+    value: jax.Array
+    result: jax.Array
+
+
+def finite_result(x: jax.Array) -> jax.Array:
+    """The code of a solve that signals failure only by non-finite entries."""
+    return jnp.where(jnp.all(jnp.isfinite(x)), RESULTS.successful.code(),
+                     RESULTS.singular_jacobian.code())
+
+
+def failure_code(result: jax.Array) -> jax.Array:
+    """The code of a linear solve that gave a non-finite value: its own failure code, or
+    ``singular_jacobian`` when it reported success (the non-finite value came from its
+    input)."""
+    return jnp.where(result == int(RESULTS.successful), RESULTS.singular_jacobian.code(), result)
 
 
 class AbstractLinearSolver(abc.ABC):
@@ -24,9 +52,24 @@ class AbstractLinearSolver(abc.ABC):
     def linearize(self, fn: Residual, x: jax.Array, params: Any) -> tuple[jax.Array, Any]:
         """Return ``(fn(x, params), operator)`` where operator represents ``dF/dx`` at x."""
 
+    #: Whether `bind` must give this solver a sparsity pattern before it can be used.
+    needs_sparsity: bool = False
+
+    def bind(self, pattern: Any) -> "AbstractLinearSolver":
+        """This solver for a Jacobian with sparsity ``pattern`` (a ``SparsityPattern``, or
+        None when unknown). Solves call it for every linear solver of the method; solvers
+        that need no pattern, or already have one, return themselves."""
+        return self
+
     @abc.abstractmethod
     def solve(self, operator: Any, b: jax.Array) -> jax.Array:
-        """Return ``J^{-1} b`` (non-finite entries signal a singular Jacobian)."""
+        """Return ``J^{-1} b`` (non-finite entries signal failure; `solve_with_result`
+        says which)."""
+
+    def solve_with_result(self, operator: Any, b: jax.Array) -> LinearSolution:
+        """``J^{-1} b`` and its result code (this default: non-finite means singular)."""
+        x = self.solve(operator, b)
+        return LinearSolution(x, finite_result(x))
 
     @abc.abstractmethod
     def solve_transpose(self, operator: Any, b: jax.Array) -> jax.Array:

@@ -12,7 +12,7 @@ from jax import lax
 
 from ._dense import DenseLU
 from ._line_search import LineSearchResult, backtrack, half_sq_norm
-from ._linear import AbstractLinearSolver
+from ._linear import AbstractLinearSolver, failure_code
 from ._method import (AbstractRootMethod, FlatProblem, apply_step_limit, check_count,
                       check_tolerances, code, initial_checks, jacobian_finite, max_abs,
                       relative_step, step_is_small)
@@ -103,7 +103,8 @@ class Newton(AbstractRootMethod):
     def _step(self, problem: FlatProblem, params, s: _State) -> _State:
         ls = self.linear_solver
         _, op = ls.linearize(problem.fn, s.x, params)
-        dx = -ls.solve(op, s.f)
+        linear = ls.solve_with_result(op, s.f)
+        dx = -linear.value
         dx_ok = jnp.all(jnp.isfinite(dx))
         dx = jnp.where(dx_ok, dx, 0.0)
         small_step = dx_ok & step_is_small(dx, s.x, self.rtol)
@@ -117,7 +118,7 @@ class Newton(AbstractRootMethod):
         converged = (max_abs(f) <= self.atol) | small_step
         searched = search.ok | self._relaxed(s)  # a failed full step goes back to the best
         failure = jnp.where(
-            ~dx_ok, jnp.where(jacobian_finite(ls, op, s.x), code(RESULTS.singular_jacobian),
+            ~dx_ok, jnp.where(jacobian_finite(ls, op, s.x), failure_code(linear.result),
                               code(RESULTS.nonfinite_jacobian)),
             jnp.where(searched, code(RESULTS.successful), self._why(ls, op, search)))
         failed = failure != int(RESULTS.successful)

@@ -12,12 +12,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _equations, _kinds, _lowering
+from ._concrete import is_concrete
 from ._model_errors import ContributionError, MethodError, ModelError
 
 
 def columns(an, x, params, batch: tuple = ()) -> list:
     """Per kind, per column: a sequence of per-member values (numpy on host when concrete)."""
-    host = not any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves((x, params)))
+    host = is_concrete((x, params))
     xp = np if host else jnp
     x = xp.asarray(x)
     nb = len(batch)

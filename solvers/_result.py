@@ -24,6 +24,7 @@ class RESULTS(enum.IntEnum):
     local_minimum = 6
     continuation_failed = 7
     nonfinite_jacobian = 8
+    linear_solve_failed = 9
 
     @property
     def message(self) -> str:
@@ -99,5 +100,12 @@ _MESSAGES = {
         "where the derivative is infinite), so no Newton step exists. Fix the model's "
         "derivative there (e.g. regularise: sqrt(x^2 + eps^2)) or try a start away from such "
         "points; for a graph, solution.diagnose() names the parts."
+    ),
+    RESULTS.linear_solve_failed: (
+        "The linear solver could not solve the Newton system accurately although no pivot "
+        "vanished: SparseLU's static pivots broke down (its backward error stayed above "
+        "backward_tol after refinement) or SparseKrylov did not converge. Try a pivoting "
+        "solver: solvers.SparseHostLU() on CPU, solvers.BandedLU() for narrow bands, "
+        "solvers.DenseLU() for small systems; or SparseLU(pivoting='matching', refine=3)."
     ),
 }

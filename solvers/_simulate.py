@@ -19,12 +19,11 @@ import numpy as np
 from jax import lax
 
 from . import _graph, _storage, _transient
-from ._banded import BandedLU, banded_beats_dense
-from ._dense import DenseLU
+from ._auto import AutoLinearSolver
+from ._concrete import is_concrete
 from ._integrator import TRANSIENT_RESULTS, Integrator
 from ._method import FlatProblem
 from ._newton import Newton
-from ._sparse_auto import SparseAuto
 from ._sparsity import SparsityPattern
 from ._system import System
 
@@ -110,20 +109,13 @@ class TransientSolution:
 
 
 def linear_solver_for(system: System, cfg: Integrator, batch_size: Optional[int]):
-    """``cfg.linear_solver``, else dense/banded LU for small systems, else a sparse LU on the
-    pattern of ``dF/dx + a dQ/dx`` (host LU for single CPU runs)."""
+    """``cfg.linear_solver``, else the one chooser's pick (`AutoLinearSolver`) for the pattern
+    of ``dF/dx + a dQ/dx``: dense or banded LU for small systems, a sparse LU above."""
     if cfg.linear_solver is not None:
         return cfg.linear_solver
     rows, cols = _storage.lowered(system).pattern
     pattern = SparsityPattern(rows, cols, (system.m, system.n))
-    limit = _graph.DENSE_LIMIT if batch_size is None else _graph.DENSE_LIMIT_BATCH
-    if system.n <= limit:
-        if batch_size is not None and banded_beats_dense(pattern):
-            return BandedLU(pattern)
-        return DenseLU()
-    if batch_size is None and jax.default_backend() == "cpu":
-        return _graph._cached_host_solver(pattern)
-    return SparseAuto(pattern, batch_size=batch_size)
+    return AutoLinearSolver(batch_size=batch_size).select(pattern)
 
 
 def _atol(cfg: Integrator, n: int, dtype):
@@ -138,7 +130,7 @@ def _grid(t_eval, t0) -> tuple[jax.Array, jax.Array]:
     grid = jnp.asarray(t_eval, jnp.result_type(float))
     if grid.ndim != 1 or grid.shape[0] < 1:
         raise ValueError(f"t_eval must be a 1-D array of output times, got shape {grid.shape}.")
-    if not isinstance(grid, jax.core.Tracer) and not bool(np.all(np.diff(np.asarray(grid)) > 0)):
+    if is_concrete(grid) and not bool(np.all(np.diff(np.asarray(grid)) > 0)):
         raise ValueError("t_eval must be strictly increasing.")
     start = grid[0] if t0 is None else jnp.asarray(t0, grid.dtype)
     return grid, start

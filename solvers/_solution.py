@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._concrete import is_concrete
 from ._result import RESULTS
 
 
@@ -47,7 +48,7 @@ class FlatSolution:
         return tuple(np.shape(self.result))
 
     def _concrete(self, what: str):
-        if isinstance(self.result, jax.core.Tracer):
+        if not is_concrete(self.result):
             raise TypeError(
                 f"FlatSolution.{what}() needs concrete values but was called on traced "
                 "arrays (inside jit/vmap/grad). Call it on the returned solution outside "

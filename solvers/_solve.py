@@ -12,6 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ._bind import bind_linear_solvers
+from ._concrete import is_concrete
 from ._dense import DenseLU
 from ._implicit import implicit_solution
 from ._linear import AbstractLinearSolver
@@ -19,6 +21,7 @@ from ._method import AbstractRootMethod, Continuation, FlatProblem, StepLimit
 from ._polyalgorithm import Default
 from ._precision import for_dtype
 from ._solution import FlatSolution, SolveError
+from ._sparsity import SparsityPattern
 
 
 def linear_solver_of(method: AbstractRootMethod) -> AbstractLinearSolver:
@@ -29,14 +32,16 @@ def linear_solver_of(method: AbstractRootMethod) -> AbstractLinearSolver:
     return solver if isinstance(solver, AbstractLinearSolver) else DenseLU()
 
 
-def check_arguments(x0, solver) -> tuple[jax.Array, AbstractRootMethod]:
-    """Validate the start and method; return x0 as a float array and the method."""
+def check_arguments(x0, solver, sparsity=None) -> tuple[jax.Array, AbstractRootMethod]:
+    """Validate the start and method; return x0 as a float array and the method, its linear
+    solvers bound to ``sparsity`` (see `bind_linear_solvers`)."""
     method = Default() if solver is None else solver
     if not isinstance(method, AbstractRootMethod):
         raise TypeError(
             f"solver must be a method object such as solvers.Newton() or solvers.Default(), "
             f"got {type(solver).__name__}."
         )
+    method = bind_linear_solvers(method, sparsity)
     x0 = jnp.asarray(x0)
     if jnp.issubdtype(x0.dtype, jnp.complexfloating):
         raise ValueError(
@@ -65,18 +70,20 @@ def solve_flat(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any = None
                solver: Optional[AbstractRootMethod] = None,
                step_limit: Optional[StepLimit] = None,
                continuation: Optional[Continuation] = None,
+               sparsity: Optional[SparsityPattern] = None,
                throw: bool = False) -> FlatSolution:
     """Solve ``fn(x, params) = 0`` for x from ``x0`` (1-D) and return a ``FlatSolution``.
 
     ``solver`` defaults to ``Default()``. ``step_limit`` and ``continuation`` are the model
-    hooks of ``FlatProblem``. Works under ``jit``, ``vmap`` and ``grad`` (gradients of
+    hooks of ``FlatProblem``. ``sparsity``: the Jacobian's `SparsityPattern`, for linear
+    solvers that need one (``SparseLU()``, ``AutoLinearSolver()``). Works under ``jit``, ``vmap`` and ``grad`` (gradients of
     ``solution.x`` by implicit differentiation). ``fn`` is a static argument of an internal
     ``jit``: pass the same function object to reuse the compiled solve. With ``throw=True``
     a failure raises ``SolveError``; inside a transform it is raised from a
     ``jax.pure_callback`` and reaches the caller as ``jax.errors.JaxRuntimeError`` (not a
     ``SolveError``: JAX wraps it) whose message holds the ``SolveError`` text.
     """
-    x0, method = check_arguments(x0, solver)
+    x0, method = check_arguments(x0, solver, sparsity)
     if x0.ndim != 1:
         raise ValueError(
             f"x0 must be a 1-D vector of unknowns, got shape {x0.shape}; for a batch of "
@@ -90,7 +97,7 @@ def raise_if_failed_anywhere(sol: FlatSolution) -> FlatSolution:
     """``sol.raise_if_failed()`` now if concrete, else from a callback when the result is
     computed (the only way to raise from inside jit: ``jax.pure_callback``, a host round
     trip). The callback's output is added to x as zero so it is never optimised away."""
-    if not isinstance(sol.result, jax.core.Tracer):
+    if is_concrete(sol.result):
         return sol.raise_if_failed()
     token = jax.pure_callback(
         partial(_host_check, np.dtype(sol.x.dtype)),

@@ -1,7 +1,9 @@
 """Sparse linear solvers for Newton steps: graph-coloured Jacobians plus a sparse solve.
 
-All share `SparseOperator` (the Jacobian's values aligned with a `SparsityPattern`), the
-coloured Jacobian (``n_colors`` JVPs) and segment-sum products; they differ in the solve:
+Each is configuration only (``SparseLU()``); a solve binds it to the system's pattern
+(``bind``), after which it holds the `SparseJacobian` (coloured JVPs, products) whose values
+it factors. Old spellings with the pattern (``SparseLU(rows, cols, shape)``) build a bound
+solver directly. They differ in the solve:
 
 * `SparseLU`: level-scheduled LU with a static symbolic factorization. Pure JAX, so jit,
   vmap (batch-last layout, fast for big batches of small systems) and GPU work unchanged.
@@ -11,17 +13,19 @@ coloured Jacobian (``n_colors`` JVPs) and segment-sum products; they differ in t
   round trip and the sequential loop over a batch make it a poor choice for big batches.
 * `SparseKrylov` (``_sparse_krylov``): preconditioned GMRES / BiCGStab, memory linear in
   nnz, iterations grow with the conditioning; for systems too large to factor.
-* `SparseAuto`: picks one of them from the pattern's size, its fill and a batch-size hint.
+* `SparseAuto` (``_sparse_auto``): `AutoLinearSolver`'s choice among them.
 
 ``solve`` factors the operator's values every call (Newton calls it once per linearize)
 and wraps the solve in ``lax.custom_linear_solve``, so gradients flow to ``b`` and to the
-Jacobian's values through ``matvec`` without differentiating through the factorization.
+Jacobian's values through ``matvec`` without differentiating through the factorization;
+``solve_with_result`` also returns the solve's result code.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
-from typing import NamedTuple
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
@@ -29,46 +33,79 @@ import numpy as np
 from jax import lax
 
 from ._host_lu import ORDERINGS, batch_solve, plain_solve
-from ._linear import AbstractLinearSolver
+from ._linear import AbstractLinearSolver, LinearSolution, finite_result
 from ._schur import schur_plan, schur_solve
 from ._sparse_lu import lu_solver
 from ._sparse_plan import LUPlan, build_plan
-from ._sparsity import (
-    SparsityError, SparsityPattern, column_coloring, compressed_index, compressed_jacobian,
-    pattern_matvec, pattern_rmatvec, pattern_to_dense,
-)
+from ._sparse_jacobian import SparseJacobian, SparseOperator
+from ._sparsity import SparsityError, SparsityPattern
 
 
-class SparseOperator(NamedTuple):
-    """The Jacobian at a point, as stored by a sparse solver.
-
-    ``data`` is either the compressed Jacobian ``J S`` (flattened ``(n_colors, m)``, when
-    that is at most about twice the number of nonzeros: decompressing later, inside the
-    solve, is cheaper under ``vmap``) or the pattern-aligned values. Use the solver's
-    ``values(operator)`` to get values aligned with its pattern.
-    """
-
-    data: jax.Array
-
-
-def as_pattern(rows, cols=None, shape=None) -> SparsityPattern:
-    """Accept a `SparsityPattern` or ``(rows, cols, shape)``."""
+def as_pattern(rows=None, cols=None, shape=None) -> Optional[SparsityPattern]:
+    """Accept a `SparsityPattern`, ``(rows, cols, shape)`` or nothing (an unbound solver)."""
     if isinstance(rows, SparsityPattern):
         if cols is not None or shape is not None:
             raise SparsityError("pass either a SparsityPattern or (rows, cols, shape), not both.")
         return rows
-    if cols is None or shape is None:
-        raise SparsityError("pass a SparsityPattern, or rows, cols and shape=(m, n).")
+    if rows is None and cols is None and shape is None:
+        return None
+    if rows is None or cols is None or shape is None:
+        raise SparsityError("pass a SparsityPattern, or rows, cols and shape=(m, n), or "
+                            "nothing (a solve binds the solver to its system's pattern).")
     return SparsityPattern(rows, cols, shape)
 
 
 class _AbstractSparseSolver(AbstractLinearSolver):
-    """Shared coloured linearization, products and hashing (by pattern and options)."""
+    """Configuration of a sparse factorization; once bound to a pattern it holds the
+    `SparseJacobian` whose values it factors. Hashed by pattern and options."""
 
-    pattern: SparsityPattern
+    jacobian: Optional[SparseJacobian] = None
+
+    def _bind_pattern(self, pattern: Optional[SparsityPattern]) -> None:
+        """Set the pattern at construction (None: unbound until a solve binds it)."""
+        if pattern is not None:
+            self._check_pattern(pattern)
+            object.__setattr__(self, "jacobian", SparseJacobian(pattern))
+
+    def _check_pattern(self, pattern: SparsityPattern) -> None:
+        if pattern.shape[0] != pattern.shape[1]:
+            raise SparsityError(
+                f"{type(self).__name__} needs a square Jacobian, got {pattern.shape}; use a "
+                "least-squares method or check the counts of equations and unknowns.")
+
+    @property
+    def needs_sparsity(self) -> bool:
+        return self.jacobian is None
+
+    def bind(self, pattern):
+        if self.jacobian is not None:
+            return self
+        if pattern is None:
+            raise self._unbound()
+        bound = copy.copy(self)
+        bound._bind_pattern(pattern)
+        return bound
+
+    def _unbound(self) -> SparsityError:
+        return SparsityError(
+            f"{type(self).__name__} has no sparsity pattern yet. solvers.solve and solve_batch "
+            "bind it to the system's Jacobian pattern; for solve_flat or solve_flat_batch "
+            "pass sparsity=solvers.SparsityPattern(rows, cols, shape), or build the solver "
+            "with the pattern.")
+
+    @property
+    def pattern(self) -> SparsityPattern:
+        """The Jacobian's sparsity pattern (raises if the solver is not bound)."""
+        return self._jac().pattern
+
+    def _jac(self) -> SparseJacobian:
+        if self.jacobian is None:
+            raise self._unbound()
+        return self.jacobian
 
     def _key(self):
-        return (type(self), self.pattern) + self._options()
+        pattern = None if self.jacobian is None else self.jacobian.pattern
+        return (type(self), pattern) + self._options()
 
     def _options(self) -> tuple:
         return ()
@@ -83,65 +120,60 @@ class _AbstractSparseSolver(AbstractLinearSolver):
         raise AttributeError(f"{type(self).__name__} is immutable; build a new one instead.")
 
     def __repr__(self):
-        return f"{type(self).__name__}({self.pattern!r}{''.join(', ' + repr(o) for o in self._options())})"
+        args = ([] if self.jacobian is None else [repr(self.jacobian.pattern)])
+        return f"{type(self).__name__}({', '.join(args + [repr(o) for o in self._options()])})"
 
     @property
     def compressed(self) -> bool:
         """Whether operators hold ``J S`` (True) or pattern values (False)."""
-        _, n_colors = column_coloring(self.pattern)
-        return n_colors * self.pattern.shape[0] <= 2 * self.pattern.nnz + 64
+        return self._jac().compressed
 
     def values(self, operator) -> jax.Array:
         """The Jacobian's values aligned with ``self.pattern``."""
-        if self.compressed:
-            return operator.data[jnp.asarray(compressed_index(self.pattern))]
-        return operator.data
+        return self._jac().values(operator)
 
     def linearize(self, fn, x, params):
-        f, comp = compressed_jacobian(fn, x, params, self.pattern)
-        data = comp.reshape(-1)
-        if not self.compressed:
-            data = data[jnp.asarray(compressed_index(self.pattern))]
-        return f, SparseOperator(data)
+        return self._jac().linearize(fn, x, params)
 
     def matvec(self, operator, v):
-        return pattern_matvec(self.pattern, self.values(operator), v)
+        return self._jac().matvec(operator, v)
 
     def rmatvec(self, operator, v):
-        return pattern_rmatvec(self.pattern, self.values(operator), v)
+        return self._jac().rmatvec(operator, v)
 
     def to_dense(self, operator):
-        return pattern_to_dense(self.pattern, self.values(operator))
+        return self._jac().to_dense(operator)
 
-    def _custom_solve(self, operator, b, solve, solve_t):
-        """``J^{-1} b`` whose derivatives use ``matvec`` (not the solve's internals)."""
-        _check_rhs(self, operator, b)
+    def _custom_solve(self, operator, b, solve, solve_t) -> LinearSolution:
+        """``J^{-1} b`` and its code; derivatives use ``matvec`` (not the solve's internals)."""
+        self._jac().check_rhs(operator, b)
         data = lax.stop_gradient(operator.data)
-        return lax.custom_linear_solve(
+        x, result = lax.custom_linear_solve(
             lambda v: self.matvec(operator, v), b,
             solve=lambda _, r: solve(data, r), transpose_solve=lambda _, r: solve_t(data, r),
-        )
+            has_aux=True)
+        return LinearSolution(x, result)
 
-    def solve(self, operator, b):
+    def solve_with_result(self, operator, b):
         return self._custom_solve(operator, b, self._solve(False), self._solve(True))
 
+    def solve(self, operator, b):
+        return self.solve_with_result(operator, b).value
+
     def solve_transpose(self, operator, b):
-        return self._custom_solve(operator, b, self._solve(True), self._solve(False))
+        return self._custom_solve(operator, b, self._solve(True), self._solve(False)).value
 
     def _solve(self, transpose):
+        """A ``(data, b) -> (x, result code)`` function for J (or J^T)."""
         raise NotImplementedError
 
 
-def _check_rhs(solver, operator, b):
-    pattern = solver.pattern
-    n = pattern.shape[0]
-    size = column_coloring(pattern)[1] * n if solver.compressed else pattern.nnz
-    if b.shape != (n,) or operator.data.shape != (size,):
-        raise SparsityError(
-            f"expected b of shape ({n},) and an operator from this solver's linearize "
-            f"(data of shape ({size},)), got {b.shape} and {operator.data.shape}; vmap over "
-            "batches instead of passing batched arrays."
-        )
+def with_finite_result(solve):
+    """A ``(data, b) -> x`` solve as ``(data, b) -> (x, code)``: non-finite is singular."""
+    def coded(data, b):
+        x = solve(data, b)
+        return x, finite_result(x)
+    return coded
 
 
 @functools.lru_cache(maxsize=8)
@@ -152,34 +184,30 @@ def _plan(pattern: SparsityPattern, leaf_size: int, pivoting: str) -> LUPlan:
 class SparseLU(_AbstractSparseSolver):
     """Level-scheduled sparse LU with static pivoting and iterative refinement.
 
-    Built from a `SparsityPattern` or ``(rows, cols, shape)`` of a square Jacobian. The
-    host analysis (zero diagonals paired with a partner or matched, nested dissection,
+    ``SparseLU()`` is bound to the system's pattern by the solve (or built bound from a
+    `SparsityPattern` or ``(rows, cols, shape)`` of a square Jacobian). The host analysis (zero diagonals paired with a partner or matched, nested dissection,
     symbolic fill, level schedule) runs once per pattern and is cached; numeric work is a
     few gathers and segment sums per elimination level (`plan.n_levels`, `n_products`).
 
     Static pivots cannot adapt to the values. Where the element growth ``max|LU| / max|A|``
     exceeds ``growth_limit`` the solve is checked: up to ``refine`` steps of iterative
     refinement, then a backward error above ``backward_tol`` (default ``sqrt(eps)``) gives
-    NaN, as does a pivot below ``pivot_tol * eps * max|A|`` (reported as singular).
+    NaN with ``RESULTS.linear_solve_failed``; a pivot below ``pivot_tol * eps * max|A|``
+    gives NaN with ``RESULTS.singular_jacobian``.
     ``pivoting``: ``"pairs"`` or ``"matching"`` for zero diagonals (see `analyse`).
     """
 
-    def __init__(self, rows, cols=None, shape=None, *, refine: int = 1,
+    def __init__(self, rows=None, cols=None, shape=None, *, refine: int = 1,
                  pivot_tol: float = 16.0, backward_tol: float | None = None,
                  growth_limit: float = 1e6, leaf_size: int = 8, pivoting: str = "pairs"):
-        pattern = as_pattern(rows, cols, shape)
-        if pattern.shape[0] != pattern.shape[1]:
-            raise SparsityError(
-                f"SparseLU needs a square Jacobian, got {pattern.shape}; use a least-squares "
-                "method or check the counts of equations and unknowns."
-            )
         if pivoting not in ("pairs", "matching"):
             raise ValueError(f"pivoting must be 'pairs' or 'matching', got {pivoting!r}.")
-        for name, val in [("pattern", pattern), ("refine", int(refine)), ("pivoting", pivoting),
+        for name, val in [("refine", int(refine)), ("pivoting", pivoting),
                           ("growth_limit", float(growth_limit)),
                           ("pivot_tol", float(pivot_tol)), ("leaf_size", int(leaf_size)),
                           ("backward_tol", None if backward_tol is None else float(backward_tol))]:
             object.__setattr__(self, name, val)
+        self._bind_pattern(as_pattern(rows, cols, shape))
 
     def _options(self):
         return (self.refine, self.pivot_tol, self.backward_tol, self.growth_limit,
@@ -204,6 +232,7 @@ class SparseLU(_AbstractSparseSolver):
 class SparseHostLU(_AbstractSparseSolver):
     """SuperLU (``scipy.sparse.linalg.splu``, partial pivoting) on the host via a callback.
 
+    Configuration only until a solve binds it (or built from a pattern, as `SparseLU`).
     Robust pivoting and fast for one large system; each call copies the values to the host
     and factors there, so it does not run on an accelerator and loops over a vmapped batch
     one system at a time. A singular matrix gives a NaN solution.
@@ -224,25 +253,25 @@ class SparseHostLU(_AbstractSparseSolver):
     ``solvers.default_method`` picks all three options (see ``host_solver``).
     """
 
-    def __init__(self, rows, cols=None, shape=None, *, permc_spec: str = "COLAMD",
+    def __init__(self, rows=None, cols=None, shape=None, *, permc_spec: str = "COLAMD",
                  diag_pivot_thresh: float = 1.0, schur: bool = False):
-        pattern = as_pattern(rows, cols, shape)
-        if pattern.shape[0] != pattern.shape[1]:
-            raise SparsityError(f"SparseHostLU needs a square Jacobian, got {pattern.shape}.")
         if not 0.0 <= float(diag_pivot_thresh) <= 1.0:
             raise ValueError(f"diag_pivot_thresh must be in [0, 1], got {diag_pivot_thresh!r}.")
         if permc_spec not in ORDERINGS:
             raise ValueError(f"permc_spec must be one of {', '.join(ORDERINGS)}, got "
                              f"{permc_spec!r}.")
-        if schur and schur_plan(pattern) is None:
+        object.__setattr__(self, "permc_spec", str(permc_spec))
+        object.__setattr__(self, "diag_pivot_thresh", float(diag_pivot_thresh))
+        object.__setattr__(self, "schur", bool(schur))
+        self._bind_pattern(as_pattern(rows, cols, shape))
+
+    def _check_pattern(self, pattern):
+        super()._check_pattern(pattern)
+        if self.schur and schur_plan(pattern) is None:
             raise SparsityError(
                 "SparseHostLU(schur=True) needs a pattern with structurally zero diagonals "
                 "next to unknowns that have a diagonal (a saddle point such as a pipe "
                 "network's); this one has none: use schur=False.")
-        object.__setattr__(self, "pattern", pattern)
-        object.__setattr__(self, "permc_spec", str(permc_spec))
-        object.__setattr__(self, "diag_pivot_thresh", float(diag_pivot_thresh))
-        object.__setattr__(self, "schur", bool(schur))
 
     def _options(self):
         return (self.permc_spec, self.diag_pivot_thresh) + ((True,) if self.schur else ())
@@ -255,4 +284,4 @@ class SparseHostLU(_AbstractSparseSolver):
             values = self.values(SparseOperator(data))
             return jax.pure_callback(functools.partial(batch_solve, one), out, values, b,
                                      vmap_method="expand_dims")
-        return solve
+        return with_finite_result(solve)

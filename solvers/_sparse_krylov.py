@@ -4,7 +4,7 @@ Memory stays linear in the number of nonzeros whatever the fill of an exact LU w
 so this is the back end for systems too large to factor (10^5+ unknowns on 2-D or 3-D
 meshes), in pure JAX (runs on GPU). The price: iteration counts grow with the condition
 number, and a solve that does not converge to ``rtol`` within ``maxiter`` is reported as
-failed (NaN, i.e. ``singular_jacobian``) instead of returning a poor Newton direction.
+failed (NaN, ``RESULTS.linear_solve_failed``) instead of returning a poor Newton direction.
 
 Preconditioners: ``"ilu0"`` (incomplete LU without fill, level-scheduled in a
 multicolour order, from the same machinery as `SparseLU`), ``"jacobi"`` (the diagonal
@@ -19,11 +19,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.sparse import linalg as jsla
 
-from ._sparse import SparseOperator, _AbstractSparseSolver, as_pattern
+from ._result import RESULTS
+from ._sparse import _AbstractSparseSolver, as_pattern
+from ._sparse_jacobian import SparseOperator
 from ._sparse_lu import factor, triangular_solve
 from ._sparse_plan import LUPlan, build_plan
 from ._sparse_order import match_rows
-from ._sparsity import SparsityError, SparsityPattern
+from ._sparsity import SparsityPattern
 
 _METHODS = ("gmres", "bicgstab")
 _PRECONDITIONERS = ("ilu0", "jacobi", None)
@@ -45,26 +47,24 @@ class SparseKrylov(_AbstractSparseSolver):
     """Preconditioned GMRES (restarted) or BiCGStab on the coloured sparse Jacobian.
 
     ``rtol``/``atol``: the stopping test ``|b - J x| <= max(rtol |b|, atol)``; a result whose
-    residual is above ``fail_factor`` times that bound becomes NaN. Under ``vmap`` the loop
+    residual is above ``fail_factor`` times that bound becomes NaN (``linear_solve_failed``). Under ``vmap`` the loop
     runs until every member has converged. Prefer `SparseLU` when its fill is affordable.
     """
 
-    def __init__(self, rows, cols=None, shape=None, *, method: str = "gmres",
+    def __init__(self, rows=None, cols=None, shape=None, *, method: str = "gmres",
                  preconditioner: str | None = "ilu0", rtol: float = 1e-10, atol: float = 0.0,
                  restart: int = 30, maxiter: int = 200, fail_factor: float = 1e3):
-        pattern = as_pattern(rows, cols, shape)
-        if pattern.shape[0] != pattern.shape[1]:
-            raise SparsityError(f"SparseKrylov needs a square Jacobian, got {pattern.shape}.")
         if method not in _METHODS:
             raise ValueError(f"method must be one of {_METHODS}, got {method!r}.")
         if preconditioner not in _PRECONDITIONERS:
             raise ValueError(f"preconditioner must be one of {_PRECONDITIONERS}, got "
                              f"{preconditioner!r}.")
-        opts = dict(pattern=pattern, method=method, preconditioner=preconditioner,
+        opts = dict(method=method, preconditioner=preconditioner,
                     rtol=float(rtol), atol=float(atol), restart=int(restart),
                     maxiter=int(maxiter), fail_factor=float(fail_factor))
         for name, val in opts.items():
             object.__setattr__(self, name, val)
+        self._bind_pattern(as_pattern(rows, cols, shape))
 
     def _options(self):
         return (self.method, self.preconditioner, self.rtol, self.atol, self.restart,
@@ -83,7 +83,8 @@ class SparseKrylov(_AbstractSparseSolver):
                 x, _ = jsla.bicgstab(a, b, **kw)
             bound = jnp.maximum(self.rtol * jnp.linalg.norm(b), self.atol)
             ok = jnp.linalg.norm(b - a(x)) <= self.fail_factor * bound
-            return jnp.where(ok, x, jnp.full((), jnp.nan, x.dtype))
+            result = jnp.where(ok, RESULTS.successful.code(), RESULTS.linear_solve_failed.code())
+            return jnp.where(ok, x, jnp.full((), jnp.nan, x.dtype)), result
         return solve
 
     def _preconditioner(self, values, transpose):

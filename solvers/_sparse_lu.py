@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ._result import RESULTS
 from ._sparse_plan import LUPlan
 from ._sparsity import compressed_index
 
@@ -130,7 +131,9 @@ def _backward_error(plan, a, x, b, transpose):
 def _solve_impl(plan, index, data, b, transpose, refine, pivot_tol, backward_tol,
                 growth_limit):
     """Factor and solve; where the element growth is large (static pivots gone bad),
-    refine and check the backward error. Failed systems get NaN."""
+    refine and check the backward error. Returns x (NaN for failed systems) and per system
+    the result code: a vanished pivot is singular, a backward error left too large is a
+    failed linear solve."""
     batch = data.shape[1:]
     d_ext = jnp.concatenate([data, jnp.zeros((1,) + batch, data.dtype)])
     src = np.concatenate([index, [data.shape[0]]])
@@ -160,7 +163,10 @@ def _solve_impl(plan, index, data, b, transpose, refine, pivot_tol, backward_tol
     _, x, _, err = lax.while_loop(more, step, start)
     solved = ~(err > backward_tol)
     ok = pivot_ok & solved & ~_any0(~jnp.isfinite(x))
-    return jnp.where(ok[None], x, jnp.full((), jnp.nan, x.dtype))
+    result = jnp.where(ok, RESULTS.successful.code(),
+                       jnp.where(pivot_ok, RESULTS.linear_solve_failed.code(),
+                                 RESULTS.singular_jacobian.code()))
+    return jnp.where(ok[None], x, jnp.full((), jnp.nan, x.dtype)), result
 
 
 def chunk_size(plan: LUPlan) -> int:
@@ -178,7 +184,8 @@ def chunk_size(plan: LUPlan) -> int:
 @functools.lru_cache(maxsize=32)
 def lu_solver(plan: LUPlan, compressed: bool, transpose: bool, refine: int,
               pivot_tol: float, backward_tol: float, growth_limit: float):
-    """A ``(data, b) -> x`` function for this plan whose ``vmap`` uses the batch-last layout.
+    """A ``(data, b) -> (x, result code)`` function for this plan whose ``vmap`` uses the
+    batch-last layout.
 
     ``data`` is the operator's array: pattern values, or the compressed ``J S`` when
     ``compressed`` (see `compressed_index`). Under ``vmap`` on CPU the batch is processed
@@ -200,9 +207,9 @@ def lu_solver(plan: LUPlan, compressed: bool, transpose: bool, refine: int,
         b = _batch_first(b, in_batched[1], axis_size)
         chunk = chunk_size(plan)
         if 0 < chunk < axis_size:
-            return _chunked(solve, data, b, axis_size, chunk), True
-        out = solve(jnp.moveaxis(data, 0, -1), jnp.moveaxis(b, 0, -1))
-        return jnp.moveaxis(out, -1, 0), True
+            return _chunked(solve, data, b, axis_size, chunk), (True, True)
+        x, result = solve(jnp.moveaxis(data, 0, -1), jnp.moveaxis(b, 0, -1))
+        return (jnp.moveaxis(x, -1, 0), result), (True, True)
 
     return solve
 
@@ -218,7 +225,8 @@ def _chunked(solve, data, b, size, chunk):
         return x.reshape((n_chunks, chunk) + x.shape[1:])
 
     out = lax.map(lambda db: jax.vmap(solve)(*db), (split(data), split(b)))
-    return out.reshape((n_chunks * chunk,) + out.shape[2:])[:size]
+    return jax.tree_util.tree_map(
+        lambda o: o.reshape((n_chunks * chunk,) + o.shape[2:])[:size], out)
 
 
 def _batch_first(x, batched, size):

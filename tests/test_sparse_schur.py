@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from solvers._graph import host_solver
+from solvers._auto import host_solver
 from solvers._schur import eliminated, schur_plan
 from solvers._sparse import SparseHostLU, SparseOperator
 from solvers._sparsity import SparsityError, SparsityPattern
@@ -128,7 +128,7 @@ def test_reused_symmetric_ordering_matches_dense_for_new_values(ordering):
 
 
 def test_nested_dissection_is_picked_for_large_symmetric_patterns(monkeypatch):
-    import solvers._graph as graph
+    import solvers._auto as graph
 
     rows, cols, vals, dense = pipe_network_matrix(6, seed=2)
     n = dense.shape[0]

@@ -7,6 +7,7 @@ and differentiate the solution with respect to a shared slope (``sensitivities``
 """
 from .._cli_report import Report, SweepSpec
 from .._errors import FormatError
+from ._reader import EquationsData, read_equations_data
 from ._build import build_equations, read_equations
 from ._model import Equation, EquationSet, GradientProvider
 from ._run import EXAMPLE, run
@@ -14,6 +15,7 @@ from ._solve import (EquationsResult, EquationsSweep, parameter_path, sensitivit
                      solve_equations, sweep_equations)
 
 __all__ = [
+    "EquationsData", "read_equations_data",
     "EXAMPLE", "Equation", "EquationSet", "EquationsResult", "EquationsSweep", "FormatError",
     "GradientProvider", "Report", "SweepSpec", "build_equations", "parameter_path",
     "read_equations", "run", "sensitivities", "solve_equations", "sweep_equations",

@@ -1,9 +1,6 @@
-"""Build an equations graph from names and numbers, or read one from a JSON file.
+"""Build an equations graph from names and numbers, or from a file (``read_equations``).
 
-File format (``scenarios/data/equations/shared_slopes.json``)::
-
-    {"providers": {"m": 2.0, "k": 4.0},
-     "equations": {"e1": {"constant": 1.0, "provider": "m"}, ...}}
+The file format is ``_reader``'s (JAX-free ``EquationsData``).
 """
 from __future__ import annotations
 
@@ -13,7 +10,7 @@ from typing import Mapping
 import jax.numpy as jnp
 
 from .._named import lookup
-from .._spec_input import Spec
+from ._reader import read_equations_data
 from ._model import Equation, EquationSet, GradientProvider
 
 __all__ = ["build_equations", "read_equations"]
@@ -36,19 +33,6 @@ def build_equations(providers: Mapping[str, float],
 
 
 def read_equations(path_or_text: str | os.PathLike) -> EquationSet:
-    """Read the JSON format above; errors name the file and the key path of the bad entry."""
-    spec = Spec.load(path_or_text, "equations")
-    spec.check_keys(spec.doc, ("providers", "equations", "description"))
-    providers = {}
-    for name, value in spec.section("providers", required=True).items():
-        providers[name] = spec.scalar(value, f".providers.{name}")
-        if providers[name] == 0.0:
-            raise spec.fail(f".providers.{name}", "a slope of 0 makes m * x = c unsolvable",
-                            "give a nonzero slope")
-    equations = {}
-    for name, value in spec.section("equations", required=True).items():
-        where = f".equations.{name}"
-        entry = spec.entry(value, where, ("constant", "provider"))
-        equations[name] = (spec.number(entry, "constant", where),
-                           spec.ref(entry, "provider", where, providers, "provider"))
-    return build_equations(providers, equations)
+    """The equations graph of a JSON file (format in ``_reader``); errors name the file and
+    the key path of the bad entry."""
+    return build_equations(**read_equations_data(path_or_text).entries())

@@ -9,12 +9,14 @@ from .._cli_report import Report, SweepSpec
 from .._errors import FormatError
 from ._build import build_truss, read_truss
 from ._closed_form import von_mises_limit, von_mises_load
+from ._reader import TrussData, read_truss_data
 from ._model import Bar, Load, Support, Truss, TrussNode, axial_force
 from ._run import EXAMPLE, run
 from ._solve import TrussResult, TrussSweep, parameter_path, solve_truss, sweep_truss
 
 __all__ = [
     "EXAMPLE", "Bar", "FormatError", "Load", "Report", "Support", "SweepSpec", "Truss",
-    "TrussNode", "TrussResult", "TrussSweep", "axial_force", "build_truss", "parameter_path",
-    "read_truss", "run", "solve_truss", "sweep_truss", "von_mises_limit", "von_mises_load",
+    "TrussData", "TrussNode", "TrussResult", "TrussSweep", "axial_force", "build_truss",
+    "parameter_path", "read_truss", "read_truss_data", "run", "solve_truss", "sweep_truss",
+    "von_mises_limit", "von_mises_load",
 ]

@@ -1,14 +1,7 @@
-"""Build a plane truss from named entries, or read one from a JSON file.
+"""Build a plane truss graph from named entries (``build_truss``) or from a file (``read_truss``).
 
-JSON format (``scenarios/data/truss/von_mises.json``; SI units: m, N)::
-
-    {"nodes": {"left": [-1.0, 0.0], "right": [1.0, 0.0], "apex": [0.0, 0.1]},
-     "bars": {"bl": {"a": "left", "b": "apex", "EA": 1000.0}, ...},   # "L0" optional
-     "supports": {"pin_l": {"node": "left", "fixed": [true, true]}, ...},  # "prescribed" optional
-     "loads": {"P": {"node": "apex", "force": [0.0, -1.0]}}}
-
-A bar's ``L0`` defaults to the distance between its nodes (stress-free in the reference
-geometry); a support's ``prescribed`` displacement defaults to zero.
+The file format is ``_reader``'s; reading gives JAX-free ``TrussData``, building makes the
+graph's arrays.
 """
 from __future__ import annotations
 
@@ -19,7 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from .._named import lookup
-from .._spec_input import Spec
+from ._reader import read_truss_data
 from ._model import Bar, Load, Support, Truss, TrussNode
 
 __all__ = ["build_truss", "read_truss"]
@@ -41,7 +34,7 @@ def build_truss(nodes: Mapping[str, tuple], bars: Mapping[str, tuple], *,
     for name, (a, b, ea, *rest) in dict(bars).items():
         na, nb = node(a, f"bar {name!r}"), node(b, f"bar {name!r}")
         length = jnp.asarray(rest[0] if rest else jnp.linalg.norm(nb.X - na.X), dtype=float)
-        if not isinstance(length, jax.core.Tracer) and not float(length) > 0:
+        if _known_nonpositive(length):
             raise ValueError(f"bar {name!r} has zero length: give its nodes distinct positions "
                              "or an explicit positive L0")
         made_bars.append(Bar(na, nb, jnp.asarray(ea, dtype=float), length))
@@ -57,31 +50,15 @@ def build_truss(nodes: Mapping[str, tuple], bars: Mapping[str, tuple], *,
                  tuple(dict(bars)), tuple(dict(supports)), tuple(dict(loads)))
 
 
+def _known_nonpositive(length) -> bool:
+    """True if ``length`` has a value and it is not positive (a traced one is unknown)."""
+    try:
+        return not float(length) > 0
+    except jax.errors.ConcretizationTypeError:
+        return False
+
+
 def read_truss(path_or_text: str | os.PathLike) -> Truss:
-    """Read the JSON format above; errors name the file and the key path of the bad entry."""
-    spec = Spec.load(path_or_text, "truss")
-    spec.check_keys(spec.doc, ("description", "nodes", "bars", "supports", "loads"))
-    raw = spec.section("nodes", required=True)
-    nodes = {n: tuple(spec.vector(raw, n, ".nodes", 2, unit="m")) for n in raw}
-    bars, supports, loads = {}, {}, {}
-    for name, value in spec.section("bars", required=True).items():
-        w = f".bars.{name}"
-        e = spec.entry(value, w, ("a", "b", "EA", "L0"))
-        a, b = spec.ref(e, "a", w, nodes, "node"), spec.ref(e, "b", w, nodes, "node")
-        if a == b or ("L0" not in e and nodes[a] == nodes[b]):
-            raise spec.fail(w, f"bar joins {a!r} to itself or to a node at the same place",
-                            "connect two distinct nodes, or give a positive L0")
-        extra = (spec.number(e, "L0", w, positive=True, unit="m"),) if "L0" in e else ()
-        bars[name] = (a, b, spec.number(e, "EA", w, positive=True, unit="N"), *extra)
-    for name, value in spec.section("supports", required=True).items():
-        w = f".supports.{name}"
-        e = spec.entry(value, w, ("node", "fixed", "prescribed"))
-        supports[name] = (spec.ref(e, "node", w, nodes, "node"),
-                          tuple(spec.vector(e, "fixed", w, 2, kind=bool)),
-                          tuple(spec.vector(e, "prescribed", w, 2, default=(0.0, 0.0), unit="m")))
-    for name, value in spec.section("loads").items():
-        w = f".loads.{name}"
-        e = spec.entry(value, w, ("node", "force"))
-        loads[name] = (spec.ref(e, "node", w, nodes, "node"),
-                       tuple(spec.vector(e, "force", w, 2, unit="N")))
-    return build_truss(nodes, bars, supports=supports, loads=loads)
+    """The truss graph of a JSON file (format in ``_reader``); errors name the file and the
+    key path of the bad entry."""
+    return build_truss(**read_truss_data(path_or_text).entries())

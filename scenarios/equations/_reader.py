@@ -1,0 +1,47 @@
+"""Read an equations graph's names and numbers from a JSON file (JAX-free ``EquationsData``).
+
+File format (``scenarios/data/equations/shared_slopes.json``)::
+
+    {"providers": {"m": 2.0, "k": 4.0},
+     "equations": {"e1": {"constant": 1.0, "provider": "m"}, ...}}
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .._spec_input import Spec
+
+__all__ = ["EquationsData", "read_equations_data"]
+
+
+@dataclass(frozen=True)
+class EquationsData:
+    """Equations as read from a file, in file order: ``providers`` (name, slope) pairs and
+    ``equations`` (name, (constant, provider name)) pairs."""
+
+    providers: tuple
+    equations: tuple
+
+    def entries(self) -> dict:
+        """The arguments of ``build_equations`` (name -> entry mappings)."""
+        return {"providers": dict(self.providers), "equations": dict(self.equations)}
+
+
+def read_equations_data(path_or_text: str | os.PathLike) -> EquationsData:
+    """Read the JSON format above; errors name the file and the key path of the bad entry."""
+    spec = Spec.load(path_or_text, "equations")
+    spec.check_keys(spec.doc, ("providers", "equations", "description"))
+    providers = {}
+    for name, value in spec.section("providers", required=True).items():
+        providers[name] = spec.scalar(value, f".providers.{name}")
+        if providers[name] == 0.0:
+            raise spec.fail(f".providers.{name}", "a slope of 0 makes m * x = c unsolvable",
+                            "give a nonzero slope")
+    equations = {}
+    for name, value in spec.section("equations", required=True).items():
+        where = f".equations.{name}"
+        entry = spec.entry(value, where, ("constant", "provider"))
+        equations[name] = (spec.number(entry, "constant", where),
+                           spec.ref(entry, "provider", where, providers, "provider"))
+    return EquationsData(tuple(providers.items()), tuple(equations.items()))

@@ -1,0 +1,71 @@
+"""Read a plane truss from a JSON file into frozen, JAX-free data (``TrussData``).
+
+JSON format (``scenarios/data/truss/von_mises.json``; SI units: m, N)::
+
+    {"nodes": {"left": [-1.0, 0.0], "right": [1.0, 0.0], "apex": [0.0, 0.1]},
+     "bars": {"bl": {"a": "left", "b": "apex", "EA": 1000.0}, ...},   # "L0" optional
+     "supports": {"pin_l": {"node": "left", "fixed": [true, true]}, ...},  # "prescribed" optional
+     "loads": {"P": {"node": "apex", "force": [0.0, -1.0]}}}
+
+A bar's ``L0`` defaults to the distance between its nodes (stress-free in the reference
+geometry); a support's ``prescribed`` displacement defaults to zero.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .._spec_input import Spec
+
+__all__ = ["TrussData", "read_truss_data"]
+
+
+@dataclass(frozen=True)
+class TrussData:
+    """A truss as read from a file: named entries of plain numbers, in file order.
+
+    Each field is a tuple of ``(name, entry)`` pairs with the entries ``build_truss`` takes:
+    node (x, y); bar (a, b, EA[, L0]); support (node, (fix_x, fix_y), (ux, uy)); load
+    (node, (Fx, Fy)).
+    """
+
+    nodes: tuple
+    bars: tuple
+    supports: tuple
+    loads: tuple
+
+    def entries(self) -> dict:
+        """The keyword arguments of ``build_truss`` (name -> entry mappings)."""
+        return {"nodes": dict(self.nodes), "bars": dict(self.bars),
+                "supports": dict(self.supports), "loads": dict(self.loads)}
+
+
+def read_truss_data(path_or_text: str | os.PathLike) -> TrussData:
+    """Read the JSON format above; errors name the file and the key path of the bad entry."""
+    spec = Spec.load(path_or_text, "truss")
+    spec.check_keys(spec.doc, ("description", "nodes", "bars", "supports", "loads"))
+    raw = spec.section("nodes", required=True)
+    nodes = {n: tuple(spec.vector(raw, n, ".nodes", 2, unit="m")) for n in raw}
+    bars, supports, loads = {}, {}, {}
+    for name, value in spec.section("bars", required=True).items():
+        w = f".bars.{name}"
+        e = spec.entry(value, w, ("a", "b", "EA", "L0"))
+        a, b = spec.ref(e, "a", w, nodes, "node"), spec.ref(e, "b", w, nodes, "node")
+        if a == b or ("L0" not in e and nodes[a] == nodes[b]):
+            raise spec.fail(w, f"bar joins {a!r} to itself or to a node at the same place",
+                            "connect two distinct nodes, or give a positive L0")
+        extra = (spec.number(e, "L0", w, positive=True, unit="m"),) if "L0" in e else ()
+        bars[name] = (a, b, spec.number(e, "EA", w, positive=True, unit="N"), *extra)
+    for name, value in spec.section("supports", required=True).items():
+        w = f".supports.{name}"
+        e = spec.entry(value, w, ("node", "fixed", "prescribed"))
+        supports[name] = (spec.ref(e, "node", w, nodes, "node"),
+                          tuple(spec.vector(e, "fixed", w, 2, kind=bool)),
+                          tuple(spec.vector(e, "prescribed", w, 2, default=(0.0, 0.0), unit="m")))
+    for name, value in spec.section("loads").items():
+        w = f".loads.{name}"
+        e = spec.entry(value, w, ("node", "force"))
+        loads[name] = (spec.ref(e, "node", w, nodes, "node"),
+                       tuple(spec.vector(e, "force", w, 2, unit="N")))
+    return TrussData(tuple(nodes.items()), tuple(bars.items()), tuple(supports.items()),
+                     tuple(loads.items()))

@@ -1,0 +1,34 @@
+"""Whether values exist now or are being traced, the one place solvers asks.
+
+Host-side work (staging ``Default``'s fallbacks, raising ``SolveError``, numpy fast paths)
+needs concrete values. JAX has no public predicate for "this array has a value", so the
+answer uses its public tracer type here, once, instead of scattered checks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+
+def is_traced(value: Any) -> bool:
+    """True if ``value`` is a tracer of ``jit``, ``vmap``, ``grad`` or another transform."""
+    return isinstance(value, jax.core.Tracer)
+
+
+def is_traced_type(cls: type) -> bool:
+    """True if values of type ``cls`` are tracers (to test the few types of many values)."""
+    return issubclass(cls, jax.core.Tracer)
+
+
+def is_concrete(tree: Any) -> bool:
+    """True if no leaf of ``tree`` is traced: its values can be read on the host now."""
+    return not any(map(is_traced, jax.tree_util.tree_leaves(tree)))
+
+
+def staging() -> bool:
+    """True inside a transform that stages a program (``jit``, ``make_jaxpr``, a ``lax``
+    loop's body): there even a fresh constant computation gives a tracer."""
+    return is_traced(jnp.zeros(()))

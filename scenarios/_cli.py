@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="solve for COUNT evenly spaced values of PARAM in batched solves")
     run.add_argument("--plot", metavar="FILE.png", help="write a plot (needs matplotlib)")
     run.add_argument("--json", metavar="FILE", help="write the solution as JSON")
+    run.add_argument("--flat-start", action="store_true",
+                     help="powerflow: start from Vm = 1, Va = the slack angle instead of the "
+                     "case file's voltages (other starts are tried if Newton fails)")
     demo = sub.add_parser("demo", help="a short tour of every scenario on its shipped example")
     demo.add_argument("--out", metavar="DIR", help="where to write the plots (default: a new "
                       "temporary directory)")
@@ -116,7 +119,8 @@ def cmd_run(args) -> int:
         _need_matplotlib()
     if args.input is not None and not Path(args.input).is_file():
         raise UsageError(f"input file {args.input!r} does not exist (or is not a file)")
-    report = scenario.run(args.input, sweep, progress=sys.stderr.isatty())
+    options = {"start": "flat"} if args.flat_start else {}
+    report = scenario.run(args.input, sweep, progress=sys.stderr.isatty(), **options)
     print(report.table())
     if args.json:
         _write_json(report, args.json)

@@ -152,7 +152,7 @@ class _Builder:
         qg = sum(g[2] for g in mine) if kind == "PQ" else None
         return Bus(i, bus_id, kind, row[2] / self.base, row[3] / self.base, pg, qg, vset,
                    row[8] if kind == "slack" else None, row[4] / self.base, row[5] / self.base,
-                   row[9], len(mine))
+                   row[9], len(mine), row[7], row[8])
 
     def _branches(self, branch_rows, index: dict, isolated: set) -> tuple[Branch, ...]:
         branches, off, at_isolated = [], 0, 0

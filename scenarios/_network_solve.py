@@ -7,8 +7,9 @@ tolerances, and keeps the solved graph, from which results are read by name.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -17,13 +18,17 @@ import solvers
 __all__ = ["NetworkMethod", "Solved", "method_for", "scalar", "solve_graph", "solve_graph_batch"]
 
 
-class Solved(NamedTuple):
-    """The solved graph (leaves with a leading batch axis in a sweep), the lowered System and
-    the ``solvers.Solution`` (``result``, ``converged``, ``iterations``, ``residual_norm``)."""
+class Solved:
+    """The lowered System, the ``solvers.Solution`` (``result``, ``converged``, ``iterations``,
+    ``residual_norm``) and the solved graph (leaves with a leading batch axis in a sweep),
+    built on first access: a caller that reads only the status pays nothing for it."""
 
-    graph: Any
-    system: Any
-    solution: Any
+    def __init__(self, system: Any, solution: Any):
+        self.system, self.solution = system, solution
+
+    @functools.cached_property
+    def graph(self) -> Any:
+        return self.solution.system
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +76,7 @@ def solve_graph(root: Any, method: Any) -> Solved:
     method or a factory ``system -> method`` (see :class:`NetworkMethod`)."""
     system = root if isinstance(root, solvers.System) else solvers.System.build(root)
     solution = solvers.solve(system, method_for(method, system))
-    return Solved(solution.system, system, solution)
+    return Solved(system, solution)
 
 
 def solve_graph_batch(root: Any, method: Any, updates: Mapping[Any, Any],
@@ -85,7 +90,7 @@ def solve_graph_batch(root: Any, method: Any, updates: Mapping[Any, Any],
     batch = len(next(iter(values.values()))) if values else None
     solution = solvers.solve_batch(system, values, method_for(method, system, batch),
                                    progress=progress)
-    return Solved(solution.system, system, solution)
+    return Solved(system, solution)
 
 
 def scalar(value, index) -> Any:

@@ -26,11 +26,11 @@ def build_graph(case: PowerCase, start: str = "case") -> PowerGraph:
             bus = SlackBus(_given(b, "Vset"), math.radians(_given(b, "Va_set_deg")))
         elif b.type == "PV":
             bus = PVBus(_given(b, "Vset"), float(va0[k]))
-            generators[b.id] = Generator(bus, _given(b, "Pg"), 0.0)
+            generators[b.id] = Generator(bus, loading, _given(b, "Pg"), 0.0)
         else:
             bus = PQBus(va=float(va0[k]), vm=float(vm0[k]))
             if (b.Pg or 0.0) != 0.0 or (b.Qg or 0.0) != 0.0:
-                generators[b.id] = Generator(bus, b.Pg or 0.0, b.Qg or 0.0)
+                generators[b.id] = Generator(bus, loading, b.Pg or 0.0, b.Qg or 0.0)
         buses[b.id] = bus
         if b.Pd != 0.0 or b.Qd != 0.0:
             loads[b.id] = Load(bus, loading, b.Pd, b.Qd)

@@ -162,8 +162,9 @@ def _injections(case: PowerCase, vm, va, branches: dict) -> np.ndarray:
     """Complex power each bus sends into its branches (p.u.), from the branch model."""
     f = case.branch_array("from_index").astype(int)
     t = case.branch_array("to_index").astype(int)
-    p_f, q_f, p_t, q_t = (np.asarray(a) for a in branch_power(
-        vm[f], va[f], vm[t], va[t], *(branches[k] for k in ("r", "x", "b", "tap", "shift"))))
+    p_f, q_f, p_t, q_t = branch_power(
+        vm[f], va[f], vm[t], va[t], *(branches[k] for k in ("r", "x", "b", "tap", "shift")),
+        xp=np)
     s = np.zeros(len(case.buses), dtype=complex)
     np.add.at(s, f, p_f + 1j * q_f)
     np.add.at(s, t, p_t + 1j * q_t)

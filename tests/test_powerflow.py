@@ -191,3 +191,25 @@ def test_command_line_flat_start_option_reports_the_start(tmp_path, capsys) -> N
     assert "solved from the case file's bus voltages" in text and "failed first: flat" in text
     assert main(["run", "water", "--flat-start"]) == 2
     assert "no --flat-start option" in capsys.readouterr().err
+
+
+def test_without_a_solution_every_start_then_the_fallback_stages_are_tried() -> None:
+    case = read_matpower(shifter_chain().replace("20 7 0 0 1 1 -90", "900 300 0 0 1 1 -90"))
+    result = build_powerflow(case).solve()     # 9 p.u. through x = 0.1: no power flow exists
+    assert not result.converged
+    assert [(a.start, a.method) for a in result.attempts] == [
+        ("case", "newton"), ("flat", "newton"), ("dc", "newton"), ("case", "fallbacks")]
+    assert result.start_note().startswith("best attempt from")
+    assert result.residual_norm == min(a.residual_norm for a in result.attempts)
+
+
+def test_the_default_method_is_the_library_choice(monkeypatch) -> None:
+    import solvers
+    calls = []
+    choose = solvers.default_method
+    monkeypatch.setattr(solvers, "default_method",
+                        lambda system, *a, **kw: calls.append(kw) or choose(system, *a, **kw))
+    model = build_powerflow(read_matpower(DATA / "case9.m"))
+    assert model.solve().converged
+    assert calls[0] == {"batch_size": None, "atol": 1e-10, "rtol": 1e-12}
+    assert model.sweep([0.9, 1.1]).converged.all() and calls[-1]["batch_size"] == 2

@@ -158,7 +158,7 @@ def grids(quick: bool, out: Path) -> Section:
         f"(`match`: converged, <= {pg.VM_TOL:g} p.u. and <= {pg.VA_TOL:g} deg); `warm_s` = "
         "`model.solve()` in one process after the first call (median); `linear_solver` = what "
         "`solvers.default_method` chose, `fill` = nnz(L+U)/nnz(J) of its factorization at the "
-        "solution. Ratios are peer time / ours (> 1: we are faster): `pp_cold_vs_cli` against "
+        "solution, `fill_mmd` the same with SuperLU's minimum degree on A^T+A. Ratios are peer time / ours (> 1: we are faster): `pp_cold_vs_cli` against "
         "pandapower's cold process, `pp_vs_warm` against pandapower's `runpp`, "
         "`pp_ls2g_vs_warm` against pandapower in lightsim2grid mode, `klu_vs_warm` against "
         "lightsim2grid's KLU Newton alone. Targets: `match` everywhere, CLI faster than "
@@ -169,7 +169,12 @@ def grids(quick: bool, out: Path) -> Section:
         section.tables.append(("load sweep (`load_scale` = 0.8..1.2, one batched solve)",
                                sweeps, pg.SWEEP_COLUMNS))
         section.notes.append("pandapower is not installed here: the sweep's baseline is its "
-                             "recorded warm `runpp` time, once per scenario.")
+                             "recorded warm `runpp` time, once per scenario. The sweep's "
+                             "`linear_solver` is what `solvers.default_method` picks for that "
+                             "batch size; `cli_s` is the fresh `--sweep` process (compile "
+                             "included), `warm_s` the same sweep in one process after a "
+                             "first call (10 scenarios only); `per_scenario_ms` uses `warm_s` "
+                             "where measured, else `cli_s`.")
     if not rows:
         section.notes.append(f"Not measured: {pg.SHARED} is absent.")
     if quick:

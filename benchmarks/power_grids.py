@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -42,10 +43,10 @@ PEERS = {
 #: Accuracy the issue asks for, against the reference (p.u., degrees).
 VM_TOL, VA_TOL = 1e-6, 1e-4
 COLUMNS = ("case", "buses", "unknowns", "start", "iterations", "max_dVm", "max_dVa_deg", "match",
-           "cli_s", "cli_peak_rss_gb", "warm_s", "linear_solver", "fill", "pp_cold_vs_cli",
-           "pp_vs_warm", "pp_ls2g_vs_warm", "klu_vs_warm")
-SWEEP_COLUMNS = ("case", "scenarios", "converged", "first_s", "warm_s", "per_scenario_ms",
-                 "pandapower_ms", "pp_vs_ours")
+           "cli_s", "cli_peak_rss_gb", "warm_s", "linear_solver", "fill", "fill_mmd",
+           "pp_cold_vs_cli", "pp_vs_warm", "pp_ls2g_vs_warm", "klu_vs_warm")
+SWEEP_COLUMNS = ("case", "scenarios", "linear_solver", "converged", "cli_s", "cli_peak_rss_gb",
+                 "warm_s", "per_scenario_ms", "pandapower_ms", "pp_vs_ours")
 
 
 def available(names=CASES) -> list[str]:
@@ -54,8 +55,10 @@ def available(names=CASES) -> list[str]:
             and (SHARED / "data" / f"{c}.json").is_file()]
 
 
-def cli_run(case: str, args: tuple = ()) -> tuple[float, float, dict]:
-    """``(wall s, peak RSS GB, JSON document)`` of one fresh ``python -m scenarios`` process."""
+def cli_run(case: str, args: tuple = (), timeout: float | None = None
+            ) -> tuple[float, float, dict | None]:
+    """``(wall s, peak RSS GB, JSON document)`` of one fresh ``python -m scenarios`` process
+    (document None: killed after ``timeout`` seconds)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "pf.json"
         command = [sys.executable, "-m", "scenarios", "run", "powerflow", "--input",
@@ -64,8 +67,16 @@ def cli_run(case: str, args: tuple = ()) -> tuple[float, float, dict]:
         start = time.perf_counter()
         child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE)
+        timer = threading.Timer(timeout, child.kill) if timeout else None
+        if timer:
+            timer.start()
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - start
+        if timer:
+            timer.cancel()
+        if os.WIFSIGNALED(status) and timeout and wall >= timeout:
+            child.stderr.close()
+            return wall, usage.ru_maxrss / 1e6, None
         child.returncode = os.waitstatus_to_exitcode(status)
         err = child.stderr.read().decode(errors="replace")
         child.stderr.close()
@@ -93,14 +104,15 @@ def in_process(case: str, repeats: int) -> dict:
     model = build_powerflow(read_matpower(SHARED / "matpower" / f"{case}.m"))
     result = model.solve()
     warm = median_time(model.solve, repeats=repeats, number=1)
-    solver, fill = factor_fill(model, result)
-    return {"warm_s": warm, "linear_solver": solver, "fill": fill,
+    solver, fill, fill_mmd = factor_fill(model, result)
+    return {"warm_s": warm, "linear_solver": solver, "fill": fill, "fill_mmd": fill_mmd,
             "unknowns": int(result.solved.system.n)}
 
 
-def factor_fill(model, result) -> tuple[str, float | None]:
+def factor_fill(model, result) -> tuple[str, float | None, float | None]:
     """The default method's linear solver and, for a host LU, nnz(L + U) / nnz(J) of the
-    Jacobian at the solution with that solver's ordering."""
+    Jacobian at the solution with that solver's ordering and with SuperLU's minimum degree
+    on A^T + A (the reference for "a good fill-reducing ordering")."""
     import scipy.sparse as sp
 
     import solvers
@@ -111,14 +123,15 @@ def factor_fill(model, result) -> tuple[str, float | None]:
     linear = getattr(solvers.default_method(system), "linear_solver", None)
     name = type(linear).__name__
     if not isinstance(linear, solvers.SparseHostLU):
-        return name, None
+        return name, None, None
     pattern = system.sparsity_pattern()
     _, values = sparse_jacobian(system.residual, result.solved.solution.x, system.params,
                                 pattern)
     jac = sp.csc_matrix((np.asarray(values), (pattern.rows, pattern.cols)), shape=pattern.shape)
     jac.sort_indices()
-    lu = factor(jac, pattern, linear.permc_spec, linear.diag_pivot_thresh)
-    return f"{name}({linear.permc_spec})", lu.fill / pattern.nnz
+    fills = [factor(jac, ("fill", spec), spec, linear.diag_pivot_thresh).fill / pattern.nnz
+             for spec in (linear.permc_spec, "MMD_AT_PLUS_A")]
+    return f"{name}({linear.permc_spec})", *fills
 
 
 def case_row(case: str, repeats: int) -> dict:
@@ -134,23 +147,33 @@ def case_row(case: str, repeats: int) -> dict:
     return row
 
 
-def sweep_row(case: str, count: int) -> dict:
-    """``load_scale`` over ``count`` values in 0.8..1.2 as one batched solve: the first call
-    and the second (warm), per scenario against pandapower's recorded warm ``runpp``."""
-    from scenarios.powerflow import build_powerflow, read_matpower
+def sweep_row(case: str, count: int, timeout: float = 240.0) -> dict:
+    """``--sweep load_scale=0.8:1.2:COUNT`` through a fresh CLI process (one batched solve,
+    compile included; killed after ``timeout`` s) and, for at most 10 scenarios, the same
+    sweep in one process after a first call (warm). Per scenario (warm, else the CLI's)
+    against pandapower's recorded warm ``runpp``."""
+    import solvers
+    from scenarios.powerflow import DEFAULT_METHOD, build_powerflow, read_matpower
 
     model = build_powerflow(read_matpower(SHARED / "matpower" / f"{case}.m"))
-    values = np.linspace(0.8, 1.2, count)
-    start = time.perf_counter()
-    model.sweep(values)
-    first = time.perf_counter() - start
-    start = time.perf_counter()
-    sweep = model.sweep(values)
-    warm = time.perf_counter() - start
-    per = warm / count
-    return {"case": case, "scenarios": count, "converged": int(sweep.converged.sum()),
-            "first_s": first, "warm_s": warm, "per_scenario_ms": 1e3 * per,
-            "pandapower_ms": 1e3 * PEERS[case][0], "pp_vs_ours": PEERS[case][0] / per}
+    linear = DEFAULT_METHOD(solvers.System.build(model.graph), count).linear_solver
+    wall, rss, doc = cli_run(case, ("--sweep", f"load_scale=0.8:1.2:{count}"), timeout)
+    warm = None
+    if count <= 10:
+        values = np.linspace(0.8, 1.2, count)
+        model.sweep(values)
+        start = time.perf_counter()
+        model.sweep(values)
+        warm = time.perf_counter() - start
+    per = (warm if warm is not None else wall) / count
+    done = doc is not None
+    return {"case": case, "scenarios": count,
+            "linear_solver": type(getattr(linear, "choice", linear)).__name__,
+            "converged": sum(m["converged"] for m in doc["sweep"]) if done else None,
+            "cli_s": wall if done else f"> {timeout:.0f} (killed)", "cli_peak_rss_gb": rss,
+            "warm_s": warm, "per_scenario_ms": 1e3 * per if done or warm else None,
+            "pandapower_ms": 1e3 * PEERS[case][0],
+            "pp_vs_ours": PEERS[case][0] / per if done or warm else None}
 
 
 def run(quick: bool = False) -> tuple[list[dict], list[dict]]:
@@ -160,7 +183,8 @@ def run(quick: bool = False) -> tuple[list[dict], list[dict]]:
     jax.config.update("jax_enable_x64", True)
     cases = available(("case_ACTIVSg2000",) if quick else CASES)
     rows = [case_row(c, 1 if quick else 3) for c in cases]
-    sweeps = [sweep_row("case_ACTIVSg2000", 10 if quick else 100)] if "case_ACTIVSg2000" in \
+    counts = (10,) if quick else (10, 100)
+    sweeps = [sweep_row("case_ACTIVSg2000", n) for n in counts] if "case_ACTIVSg2000" in \
         cases else []
     return rows, sweeps
 

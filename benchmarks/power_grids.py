@@ -129,7 +129,7 @@ def factor_fill(model, result) -> tuple[str, float | None, float | None]:
                                 pattern)
     jac = sp.csc_matrix((np.asarray(values), (pattern.rows, pattern.cols)), shape=pattern.shape)
     jac.sort_indices()
-    fills = [factor(jac, ("fill", spec), spec, linear.diag_pivot_thresh).fill / pattern.nnz
+    fills = [factor(jac, pattern, spec, linear.diag_pivot_thresh).fill / pattern.nnz
              for spec in (linear.permc_spec, "MMD_AT_PLUS_A")]
     return f"{name}({linear.permc_spec})", *fills
 

@@ -179,7 +179,8 @@ def grids(quick: bool, out: Path) -> Section:
     if not rows:
         section.notes.append(f"Not measured: {pg.SHARED} is absent.")
     if quick:
-        section.notes.append("Quick mode: case_ACTIVSg2000 only, 10 sweep scenarios.")
+        section.notes.append("Quick mode: case_ACTIVSg2000 only, 10 sweep scenarios in one "
+                             "process (no CLI sweep).")
     return section
 
 

@@ -153,7 +153,7 @@ def case_row(case: str, repeats: int) -> dict:
     return row
 
 
-def sweep_row(case: str, count: int, timeout: float = 240.0) -> dict:
+def sweep_row(case: str, count: int, timeout: float = 240.0, cli: bool = True) -> dict:
     """``--sweep load_scale=0.8:1.2:COUNT`` through a fresh CLI process (one batched solve,
     compile included; killed after ``timeout`` s) and, for at most 10 scenarios, the same
     sweep in one process after a first call (warm). Per scenario (warm, else the CLI's)
@@ -163,20 +163,22 @@ def sweep_row(case: str, count: int, timeout: float = 240.0) -> dict:
 
     model = build_powerflow(read_matpower(SHARED / "matpower" / f"{case}.m"))
     linear = DEFAULT_METHOD(solvers.System.build(model.graph), count).linear_solver
-    wall, rss, doc = cli_run(case, ("--sweep", f"load_scale=0.8:1.2:{count}"), timeout)
-    warm = None
+    wall, rss, doc = (cli_run(case, ("--sweep", f"load_scale=0.8:1.2:{count}"), timeout)
+                      if cli else (None, None, None))
+    warm, converged = None, None
     if count <= 10:
         values = np.linspace(0.8, 1.2, count)
         model.sweep(values)
         start = time.perf_counter()
-        model.sweep(values)
+        converged = int(model.sweep(values).converged.sum())
         warm = time.perf_counter() - start
     per = (warm if warm is not None else wall) / count
     done = doc is not None
     return {"case": case, "scenarios": count,
             "linear_solver": type(getattr(linear, "choice", linear)).__name__,
-            "converged": sum(m["converged"] for m in doc["sweep"]) if done else None,
-            "cli_s": wall if done else f"> {timeout:.0f} (killed)", "cli_peak_rss_gb": rss,
+            "converged": sum(m["converged"] for m in doc["sweep"]) if done else converged,
+            "cli_s": wall if done or not cli else f"> {timeout:.0f} (killed)",
+            "cli_peak_rss_gb": rss,
             "warm_s": warm, "per_scenario_ms": 1e3 * per if done or warm else None,
             "pandapower_ms": 1e3 * PEERS[case][0],
             "pp_vs_ours": PEERS[case][0] / per if done or warm else None}
@@ -190,8 +192,8 @@ def run(quick: bool = False) -> tuple[list[dict], list[dict]]:
     cases = available(("case_ACTIVSg2000",) if quick else CASES)
     rows = [case_row(c, 1 if quick else 3) for c in cases]
     counts = (10,) if quick else (10, 100)
-    sweeps = [sweep_row("case_ACTIVSg2000", n) for n in counts] if "case_ACTIVSg2000" in \
-        cases else []
+    sweeps = [sweep_row("case_ACTIVSg2000", n, cli=not quick) for n in counts] \
+        if "case_ACTIVSg2000" in cases else []
     return rows, sweeps
 
 

@@ -139,8 +139,34 @@ def latency_targets(tables: list) -> list[dict]:
     return out
 
 
+def grids_targets(section: Section) -> list[dict]:
+    out = []
+    for r in section.rows:
+        case = r["case"]
+        out += [
+            _target(14, f"{case}: matches the reference from the default start (CLI)",
+                    f"{r['max_dVm']:.1e} p.u. / {r['max_dVa_deg']:.1e} deg", r["match"]),
+            _target(14, f"{case}: CLI faster than pandapower's cold process",
+                    f"{r['pp_cold_vs_cli']:.3g}x", r["pp_cold_vs_cli"] > 1),
+            _target(14, f"{case}: warm solve faster than pandapower runpp",
+                    f"{r['pp_vs_warm']:.3g}x", r["pp_vs_warm"] > 1),
+            _target(14, f"{case}: warm solve within 2x of pandapower + lightsim2grid",
+                    f"{r['pp_ls2g_vs_warm']:.3g}x", r["pp_ls2g_vs_warm"] >= 0.5),
+        ]
+    for _, rows, _ in section.tables:
+        for r in rows:
+            ratio = r.get("pp_vs_ours")
+            full = r["scenarios"] >= 100
+            out.append(_target(14, f"{r['case']} load sweep >= 10x faster per scenario than "
+                                   f"pandapower runpp in a loop ({r['scenarios']} scenarios)",
+                               None if ratio is None else f"{ratio:.3g}x",
+                               (ratio is not None and ratio >= 10) if full else None))
+    return out
+
+
 CHECKS = {"dispatch": dispatch_targets, "circuit": circuit_targets, "scale": scale_targets,
-          "robustness": robustness_targets, "sparse": sparse_targets, "latency": latency_targets}
+          "robustness": robustness_targets, "sparse": sparse_targets, "latency": latency_targets,
+          "grids": grids_targets}
 
 
 def summary(sections: list[Section]) -> list[dict]:
@@ -148,7 +174,8 @@ def summary(sections: list[Section]) -> list[dict]:
     out = []
     for section in sections:
         check = CHECKS.get(section.name)
-        data = section.tables if section.name in ("sparse", "latency") else section.rows
+        data = {"sparse": section.tables, "latency": section.tables, "grids": section}.get(
+            section.name, section.rows)
         if check is not None and data and not section.failed:
             try:
                 out += check(data)

@@ -52,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", metavar="FILE", help="write the solution as JSON")
     run.add_argument("--csv", metavar="DIR", help="write the result tables as CSV files into "
                      "DIR, one per table (needs pandas)")
+    run.add_argument("--flat-start", action="store_true",
+                     help="powerflow: start from Vm = 1, Va = the slack angle instead of the "
+                     "case file's voltages (other starts are tried if Newton fails)")
     demo = sub.add_parser("demo", help="a short tour of every scenario on its shipped example")
     demo.add_argument("--out", metavar="DIR", help="where to write the plots (default: a new "
                       "temporary directory)")
@@ -143,7 +146,8 @@ def cmd_run(args) -> int:
         raise UsageError(f"input file {args.input!r} does not exist (or is not a file)")
     for flag, out in (("--json", args.json), ("--plot", args.plot)):
         _check_writable(flag, out)
-    report = scenario.run(args.input, sweep, progress=sys.stderr.isatty())
+    options = {"start": "flat"} if args.flat_start else {}
+    report = scenario.run(args.input, sweep, progress=sys.stderr.isatty(), **options)
     print(report.table())
     if args.json:
         _write_json(report, args.json)

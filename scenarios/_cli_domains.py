@@ -63,15 +63,22 @@ class Scenario:
             return False
         return True
 
-    def run(self, input: str | None, sweep: SweepSpec | None, progress: bool) -> Report:
-        """Run the domain on ``input`` (default: the shipped example)."""
+    def run(self, input: str | None, sweep: SweepSpec | None, progress: bool,
+            **options: Any) -> Report:
+        """Run the domain on ``input`` (default: the shipped example); ``options`` are
+        domain-specific keywords of its ``run`` (e.g. powerflow's ``start``)."""
         run = self.runner()
         kwargs: dict[str, Any] = {"sweep": sweep, "progress": progress}
         accepted = inspect.signature(run).parameters
         if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
             if sweep is not None and "sweep" not in accepted:
                 raise ValueError(f"the {self.name} scenario does not support --sweep yet")
+            for name in options:
+                if name not in accepted:
+                    flag = "--flat-start" if name == "start" else name
+                    raise ValueError(f"the {self.name} scenario has no {flag} option")
             kwargs = {k: v for k, v in kwargs.items() if k in accepted}
+        kwargs.update(options)
         out = run(str(input) if input is not None else str(self.example), **kwargs)
         report = out if isinstance(out, Report) else _from_json(self.name, out)
         if report.draw is None:

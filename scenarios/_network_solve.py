@@ -1,64 +1,82 @@
 """Graph-level solves for the network domains (water, power flow): one solve or one batched sweep.
 
-A thin layer over ``solvers.solve`` / ``solvers.solve_batch``: it lowers the graph once, picks
-plain Newton with a dense LU for small systems and a sparse LU (from the graph's Jacobian
-pattern) for large ones, and keeps the solved graph, from which results are read by name.
+A thin layer over ``solvers.solve`` / ``solvers.solve_batch``: it lowers the graph once, takes
+``solvers.default_method``'s method (and so its choice of linear solver) to the domain's
+tolerances, and keeps the solved graph, from which results are read by name.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import warnings
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, Mapping
 
 import numpy as np
 
 import solvers
 
-__all__ = ["Solved", "newton", "scalar", "solve_graph", "solve_graph_batch"]
+__all__ = ["NetworkMethod", "Solved", "method_for", "scalar", "solve_graph", "solve_graph_batch"]
 
 
-class Solved(NamedTuple):
-    """The solved graph (leaves with a leading batch axis in a sweep), the lowered System and
-    the ``solvers.Solution`` (``result``, ``converged``, ``iterations``, ``residual_norm``)."""
+class Solved:
+    """The lowered System, the ``solvers.Solution`` (``result``, ``converged``, ``iterations``,
+    ``residual_norm``) and the solved graph (leaves with a leading batch axis in a sweep),
+    built on first access: a caller that reads only the status pays nothing for it."""
 
-    graph: Any
-    system: Any
-    solution: Any
+    def __init__(self, system: Any, solution: Any):
+        self.system, self.solution = system, solution
+
+    @functools.cached_property
+    def graph(self) -> Any:
+        return self.solution.system
 
 
-def newton(atol: float, rtol: float, max_steps: int, dense_limit: int = 120,
-           sparse: type = solvers.SparseLU, atol32: float = 1e-4) -> Callable[[Any], Any]:
-    """A method factory: plain Newton (backtracking line search kept as a safeguard) with a
-    dense LU up to ``dense_limit`` unknowns, else ``sparse`` (a sparse linear solver class)
-    on the graph's Jacobian pattern. In float32 (``jax_enable_x64`` off) it warns and uses
-    ``atol32`` and ``rtol = 1e-6``: the float64 tolerances are below float32 roundoff."""
+@dataclasses.dataclass(frozen=True)
+class NetworkMethod:
+    """The network domains' default method factory: ``solvers.default_method`` (the project's
+    one choice of linear solver: dense LU for small systems, a sparse LU with a fill-reducing
+    ordering for large ones, a batched back end for sweeps) to max|F| <= ``atol``. In float32
+    (``jax_enable_x64`` off) it warns and uses ``atol32`` and ``rtol = 1e-6``: the float64
+    tolerances are below float32 roundoff."""
 
-    def make(system) -> Any:
-        a, r = atol, rtol
+    atol: float
+    rtol: float
+    atol32: float = 1e-4
+
+    def __call__(self, system, batch_size: int | None = None) -> Any:
+        a, r = self.atol, self.rtol
         if np.dtype(system.x0.dtype).itemsize < 8:
             warnings.warn("solving in float32 because jax_enable_x64 is off: expect about 6 "
                           "significant digits. For reference accuracy call "
                           "jax.config.update('jax_enable_x64', True) before building the "
                           "model.", stacklevel=5)
-            a, r = atol32, 1e-6
-        if system.n <= dense_limit:
-            linear = solvers.DenseLU()
-        else:
-            linear = sparse(*system.sparsity())
-        return solvers.Newton(atol=a, rtol=r, max_steps=max_steps, linear_solver=linear)
+            a, r = self.atol32, 1e-6
+        return solvers.default_method(system, batch_size=batch_size, atol=a, rtol=r)
 
-    return make
+    def stages(self, system) -> tuple[Any, Any]:
+        """``(Newton, the fallback stages or None)`` of the default method: a caller that
+        can restart elsewhere tries other starts before the (slower) fallbacks."""
+        method = self(system)
+        parts = method.split(system.m, system.n) if isinstance(method, solvers.Default) else None
+        return parts if parts is not None else (method, None)
 
 
-def _method(method: Any, system) -> Any:
-    return method if isinstance(method, solvers.AbstractRootMethod) else method(system)
+def method_for(method: Any, system, batch_size: int | None = None) -> Any:
+    """``method`` itself (a root method) or what the factory ``method`` makes for ``system``
+    (a :class:`NetworkMethod` also hears the batch size)."""
+    if isinstance(method, solvers.AbstractRootMethod):
+        return method
+    if isinstance(method, NetworkMethod):
+        return method(system, batch_size)
+    return method(system)
 
 
 def solve_graph(root: Any, method: Any) -> Solved:
-    """Solve the graph of ``root``; ``method`` is a root method or a factory ``system ->
-    method`` (see :func:`newton`)."""
-    system = solvers.System.build(root)
-    solution = solvers.solve(system, _method(method, system))
-    return Solved(solution.system, system, solution)
+    """Solve the graph of ``root`` (or a prebuilt ``solvers.System``); ``method`` is a root
+    method or a factory ``system -> method`` (see :class:`NetworkMethod`)."""
+    system = root if isinstance(root, solvers.System) else solvers.System.build(root)
+    solution = solvers.solve(system, method_for(method, system))
+    return Solved(system, solution)
 
 
 def solve_graph_batch(root: Any, method: Any, updates: Mapping[Any, Any],
@@ -69,8 +87,10 @@ def solve_graph_batch(root: Any, method: Any, updates: Mapping[Any, Any],
     ``progress``: show a progress bar (default: on a terminal, for batches run in chunks)."""
     system = solvers.System.build(root)  # solve_batch checks the keys and batch sizes
     values = {k: np.asarray(v) for k, v in updates.items()}
-    solution = solvers.solve_batch(system, values, _method(method, system), progress=progress)
-    return Solved(solution.system, system, solution)
+    batch = len(next(iter(values.values()))) if values else None
+    solution = solvers.solve_batch(system, values, method_for(method, system, batch),
+                                   progress=progress)
+    return Solved(system, solution)
 
 
 def scalar(value, index) -> Any:

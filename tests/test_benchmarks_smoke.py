@@ -12,8 +12,8 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SECTIONS = ("dispatch", "circuit", "scale", "sparse", "robustness", "latency")
-OPTIONAL = {"sparse"}  # may say "Not measured" until its benchmark module exists
+SECTIONS = ("dispatch", "circuit", "scale", "sparse", "robustness", "latency", "grids")
+OPTIONAL = {"sparse", "grids"}  # "Not measured" without its module or without ../shared
 
 
 @pytest.fixture(scope="module")

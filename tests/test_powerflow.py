@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from scenarios.powerflow import (IslandError, build_powerflow, elements, read_case_json,
-                                 read_matpower)
+                                 read_matpower, start_voltages)
 
 DATA = Path(__file__).parent / "data" / "acpf"
 CASES = ["case9", "case14", "case30", "case89pegase"]
@@ -37,8 +37,11 @@ def test_matches_pypower_from_flat_start(name: str) -> None:
     assert dev["pg"] <= 1e-8 and dev["qg"] <= 1e-8, dev  # slack P, Q and PV Q as outputs
     assert result.iterations == ref["tool_iterations"]  # plain Newton, like PYPOWER
     out = json.loads(json.dumps(result.to_json()))
-    assert set(out) == {"vm", "va_deg", "converged", "iterations", "residual_norm"}
+    assert set(out) == {"vm", "va_deg", "converged", "iterations", "residual_norm", "start",
+                        "attempts"}
     assert list(out["vm"]) == [str(b.id) for b in case.buses]
+    # the JSON has no case voltages: the default start is the flat one, which converges
+    assert out["start"] == "case" and [a["start"] for a in out["attempts"]] == ["case"]
 
 
 def test_branch_power_is_the_matpower_pi_model() -> None:
@@ -123,3 +126,90 @@ def test_command_line_entry_solves_the_shipped_example() -> None:
     assert report.converged and report.scenario == "powerflow"
     ref = reference("case9")
     assert max(abs(v - r) for v, r in zip(report.json["vm"].values(), ref["Vm"])) <= 1e-8
+
+
+def shifter_chain(va_deg=(0, -90, -180), vm5: float = 1.0) -> str:
+    """Slack bus 1 -> bus 2 -> bus 3 through two 90-degree phase shifters (light loads): Newton
+    from a flat start fails (the angles must turn by 90 degrees per bus), from the DC angles
+    or voltages near the solution it converges in 3-4 steps."""
+    bus = "\n".join(f"{i} {3 if i == 1 else 1} {20 * (i > 1)} {7 * (i > 1)} 0 0 1 1 {va} 230 "
+                    "1 1.1 0.9;" for i, va in enumerate(va_deg, start=1))
+    branch = "\n".join(f"{i} {i + 1} 0.01 0.1 0 0 0 0 1 90 1 -360 360;" for i in (1, 2))
+    return (f"function mpc = shifters\nmpc.version = '2';\nmpc.baseMVA = 100;\nmpc.bus = [\n"
+            f"{bus}\n];\nmpc.gen = [\n1 0 0 300 -300 1 100 1 500 0;\n];\nmpc.branch = [\n"
+            f"{branch}\n];\n")
+
+
+def test_default_start_is_the_case_files_voltages() -> None:
+    case = read_matpower(DATA / "case14.m")   # its VM/VA columns are not flat
+    bus4, bus2 = case.bus(4), case.bus(2)     # PQ; PV with Vg = 1.045
+    assert (bus4.Vm0, bus4.Va0_deg) == (1.019, -10.33)
+    for start, vm4, va4 in (("case", 1.019, np.radians(-10.33)), ("flat", 1.0, 0.0)):
+        graph = build_powerflow(case, start).graph
+        assert graph.buses[4].vm == pytest.approx(vm4) and graph.buses[4].va == pytest.approx(va4)
+        assert graph.buses[2].vm == pytest.approx(bus2.Vset)   # set points held at every start
+    dc_vm, dc_va = start_voltages(case, "dc")
+    assert dc_vm[case.bus(4).index] == 1.0 and -0.4 < dc_va[case.bus(4).index] < -0.1
+    from_case, flat = build_powerflow(case).solve(), build_powerflow(case, "flat").solve()
+    assert (from_case.start, flat.start) == ("case", "flat")
+    assert max(abs(from_case.bus(b.id).vm - flat.bus(b.id).vm) for b in case.buses) <= 1e-10
+    assert from_case.iterations < flat.iterations  # the file holds a solved case
+    with pytest.raises(ValueError, match="unknown power-flow start 'warm'"):
+        build_powerflow(case, "warm")
+
+
+@pytest.mark.parametrize("va, start, tried", [
+    ((0, -90, -180), "flat", ["flat", "case"]),   # flat fails: the case voltages are next
+    ((0, 0, 0), "case", ["case", "dc"]),          # case = flat (skipped), then DC angles
+])
+def test_failed_start_falls_back_and_says_which_start_solved(va, start, tried) -> None:
+    case = read_matpower(shifter_chain(va))
+    result = build_powerflow(case, start).solve()
+    assert result.converged and [a.start for a in result.attempts] == tried
+    assert [a.converged for a in result.attempts] == [False, True]
+    assert result.start == tried[-1] and result.attempt is result.attempts[-1]
+    assert result.bus(3).va_deg == pytest.approx(-183.42, abs=0.01)
+    assert result.to_json()["start"] == tried[-1]
+    assert f"failed first: {start}" in result.start_note()
+    alone = build_powerflow(case, start).solve(fallback=False)
+    assert not alone.converged and alone.start == start and len(alone.attempts) == 1
+
+
+def test_command_line_flat_start_option_reports_the_start(tmp_path, capsys) -> None:
+    from scenarios._cli import main
+    path = tmp_path / "shifters.m"
+    path.write_text(shifter_chain())
+    out = tmp_path / "pf.json"
+    assert main(["run", "powerflow", "--input", str(path), "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["start"] == "case"
+    assert main(["run", "powerflow", "--input", str(path), "--flat-start", "--json",
+                 str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["start"] == "case" and doc["attempts"][0]["start"] == "flat"
+    assert not doc["attempts"][0]["converged"]
+    text = capsys.readouterr().out
+    assert "solved from the case file's bus voltages" in text and "failed first: flat" in text
+    assert main(["run", "water", "--flat-start"]) == 2
+    assert "no --flat-start option" in capsys.readouterr().err
+
+
+def test_without_a_solution_every_start_then_the_fallback_stages_are_tried() -> None:
+    case = read_matpower(shifter_chain().replace("20 7 0 0 1 1 -90", "900 300 0 0 1 1 -90"))
+    result = build_powerflow(case).solve()     # 9 p.u. through x = 0.1: no power flow exists
+    assert not result.converged
+    assert [(a.start, a.method) for a in result.attempts] == [
+        ("case", "newton"), ("flat", "newton"), ("dc", "newton"), ("case", "fallbacks")]
+    assert result.start_note().startswith("best attempt from")
+    assert result.residual_norm == min(a.residual_norm for a in result.attempts)
+
+
+def test_the_default_method_is_the_library_choice(monkeypatch) -> None:
+    import solvers
+    calls = []
+    choose = solvers.default_method
+    monkeypatch.setattr(solvers, "default_method",
+                        lambda system, *a, **kw: calls.append(kw) or choose(system, *a, **kw))
+    model = build_powerflow(read_matpower(DATA / "case9.m"))
+    assert model.solve().converged
+    assert calls[0] == {"batch_size": None, "atol": 1e-10, "rtol": 1e-12}
+    assert model.sweep([0.9, 1.1]).converged.all() and calls[-1]["batch_size"] == 2

@@ -209,16 +209,28 @@ P2  R2  J  100  100  100  0  CV
 
 
 def test_large_network_path_uses_a_sparse_lu() -> None:
-    from scenarios._network_solve import newton
     import solvers
     net = read_inp(DATA / "Net2.inp")
     ref = json.loads((DATA / "Net2.json").read_text())
-    method = newton(atol=1e-12, rtol=1e-14, max_steps=100, dense_limit=10,
-                    sparse=solvers.SparseHostLU)
+    method = lambda s: solvers.Newton(atol=1e-12, rtol=1e-14, max_steps=100,  # noqa: E731
+                                      linear_solver=solvers.SparseHostLU(*s.sparsity()))
     result = build_water(net, ref["constants"]["epanet"]).solve(method)
     assert result.converged, result.message()
     assert max_diff(result.head, ref["solution_epanet"]["head"]) <= 1e-6
     assert max_diff(result.flow, ref["solution_epanet"]["flow"]) <= 1e-9
+
+
+def test_default_method_is_the_library_choice(monkeypatch) -> None:
+    import solvers
+    calls = []
+    choose = solvers.default_method
+    monkeypatch.setattr(solvers, "default_method",
+                        lambda system, *a, **kw: calls.append(kw) or choose(system, *a, **kw))
+    net = read_inp(DATA / "Net1.inp")
+    assert build_water(net).solve().converged
+    assert calls and calls[0]["atol"] == 1e-12 and calls[0]["batch_size"] is None
+    assert build_water(net).sweep([0.9, 1.1]).converged.all()
+    assert calls[-1]["batch_size"] == 2
 
 
 def test_hand_built_islands_are_named_by_the_system_checks() -> None:

@@ -14,8 +14,10 @@ from ._matpower import read_matpower
 from ._model import (DEFAULT_METHOD, SWEEP_PARAMETERS, BusResult, PowerModel, PowerResult,
                      PowerSweep, build_powerflow)
 from ._run import EXAMPLE, read_case, run
+from ._start import START_NAMES, STARTS, start_voltages
 
 __all__ = ["BUS_TYPES", "Branch", "Bus", "BusResult", "DEFAULT_METHOD", "EXAMPLE",
            "FormatError", "Generator", "IslandError", "PowerCase", "PowerGraph", "PowerModel",
-           "PowerResult", "PowerSweep", "SWEEP_PARAMETERS", "build_powerflow", "elements",
-           "read_case", "read_case_json", "read_matpower", "run"]
+           "PowerResult", "PowerSweep", "START_NAMES", "STARTS", "SWEEP_PARAMETERS",
+           "build_powerflow", "elements", "read_case", "read_case_json", "read_matpower", "run",
+           "start_voltages"]

@@ -1,5 +1,5 @@
 """``build_graph``: a :class:`PowerCase` as a graph of bus, branch, load, generator and shunt
-elements, at PYPOWER's flat start (Vm = 1 or the set point, every Va at the slack angle)."""
+elements, its unknowns at one of the starts of :mod:`._start` (default: the case file's)."""
 from __future__ import annotations
 
 import math
@@ -8,27 +8,29 @@ from .._islands import IslandError, islands_without_reference, shown
 from ._case import PowerCase
 from ._elements import (Branch, Generator, Load, Loading, PowerGraph, PQBus, PVBus, Shunt,
                         SlackBus)
+from ._start import start_voltages
 
 __all__ = ["build_graph", "check_islands"]
 
 
-def build_graph(case: PowerCase) -> PowerGraph:
-    """The element graph of ``case`` (in-service branches; generator Q limits are ignored)."""
+def build_graph(case: PowerCase, start: str = "case") -> PowerGraph:
+    """The element graph of ``case`` (in-service branches; generator Q limits are ignored),
+    its unknowns at ``start`` (``"case"``, ``"flat"`` or ``"dc"``; a DC start that has no
+    solution gives the flat one)."""
     check_islands(case)
-    slack_deg = next(b.Va_set_deg for b in case.buses if b.type == "slack")
-    va0 = math.radians(slack_deg or 0.0)
+    vm0, va0 = start_voltages(case, start) or start_voltages(case, "flat")
     loading = Loading(1.0)
     buses, loads, generators, shunts = {}, {}, {}, {}
-    for b in case.buses:
+    for k, b in enumerate(case.buses):
         if b.type == "slack":
             bus = SlackBus(_given(b, "Vset"), math.radians(_given(b, "Va_set_deg")))
         elif b.type == "PV":
-            bus = PVBus(_given(b, "Vset"), va0)
-            generators[b.id] = Generator(bus, _given(b, "Pg"), 0.0)
+            bus = PVBus(_given(b, "Vset"), float(va0[k]))
+            generators[b.id] = Generator(bus, loading, _given(b, "Pg"), 0.0)
         else:
-            bus = PQBus(va=va0, vm=1.0)
+            bus = PQBus(va=float(va0[k]), vm=float(vm0[k]))
             if (b.Pg or 0.0) != 0.0 or (b.Qg or 0.0) != 0.0:
-                generators[b.id] = Generator(bus, b.Pg or 0.0, b.Qg or 0.0)
+                generators[b.id] = Generator(bus, loading, b.Pg or 0.0, b.Qg or 0.0)
         buses[b.id] = bus
         if b.Pd != 0.0 or b.Qd != 0.0:
             loads[b.id] = Load(bus, loading, b.Pd, b.Qd)

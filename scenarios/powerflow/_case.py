@@ -17,7 +17,9 @@ BUS_TYPES = ("PQ", "PV", "slack")
 
 @dataclass(frozen=True)
 class Bus:
-    """A bus; ``index`` is its 0-based row (used by branches), ``id`` the case's bus number."""
+    """A bus; ``index`` is its 0-based row (used by branches), ``id`` the case's bus number.
+    ``Vm0``, ``Va0_deg``: the case file's own voltage (MATPOWER's default start; None when the
+    source has none)."""
 
     index: int
     id: int
@@ -32,6 +34,8 @@ class Bus:
     Bs: float
     base_kv: float = 0.0
     n_generators: int = 0
+    Vm0: float | None = None
+    Va0_deg: float | None = None
 
 
 @dataclass(frozen=True)

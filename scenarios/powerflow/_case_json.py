@@ -29,6 +29,11 @@ def read_case_json(path: str | os.PathLike) -> PowerCase:
                           "expected the holdout-acpf-v1 layout of acpf/README.md") from None
 
 
+def _start_fields(bus: dict) -> tuple:
+    """The case's own voltage (``Vm0``, ``Va0_deg``) where the JSON has it."""
+    return tuple(None if bus.get(k) is None else float(bus[k]) for k in ("Vm0", "Va0_deg"))
+
+
 def _need(item: dict, keys: tuple[str, ...], where: str) -> None:
     if not isinstance(item, dict):
         raise TypeError(f"{where} is not an object")
@@ -48,7 +53,7 @@ def _case(path: str, data: dict) -> PowerCase:
                                                                      "Va_set_deg")]
         buses.append(Bus(i, int(b["id"]), b["type"], float(b["Pd"]), float(b["Qd"]), *optional,
                          float(b["Gs"]), float(b["Bs"]), float(b.get("base_kv", 0.0)),
-                         int(b.get("n_generators", 0))))
+                         int(b.get("n_generators", 0)), *_start_fields(b)))
     index = {bus.id: bus.index for bus in buses}
     branches = []
     for k, br in enumerate(data["branches"]):

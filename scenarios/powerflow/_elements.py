@@ -63,7 +63,10 @@ def _power(terms):
 
 
 class Loading(sg.ReffableTreeNode):
-    """Shared by all loads: ``scale`` multiplies every load's P and Q (for sweeps)."""
+    """Shared by all loads and generators: ``scale`` multiplies every load's P and Q and every
+    generator's scheduled P (for sweeps: the dispatch follows the load, so the slack covers
+    the change of the losses, not the whole change of the load, which on a large grid would
+    be far beyond what one bus can carry)."""
 
     scale: jax.Array = 1.0
 
@@ -82,15 +85,16 @@ class Load(sg.ReffableTreeNode):
 
 
 class Generator(sg.ReffableTreeNode):
-    """Fixed generation ``p + j q`` (p.u.) at ``bus``; at a PV bus only ``p`` counts (Q is
-    whatever holds Vm), at the slack neither."""
+    """Fixed generation ``p * loading.scale + j q`` (p.u.) at ``bus``; at a PV bus only the P
+    counts (Q is whatever holds Vm), at the slack neither."""
 
     bus: Bus
+    loading: Loading
     p: jax.Array
     q: jax.Array = 0.0
 
     def contributions(self):
-        return _power(((self.bus, -self.p, -self.q),))
+        return _power(((self.bus, -self.loading.scale * self.p, -self.q),))
 
 
 class Shunt(sg.ReffableTreeNode):
@@ -105,14 +109,15 @@ class Shunt(sg.ReffableTreeNode):
         return _power(((self.bus, self.g * v2, -self.b * v2),))
 
 
-def branch_power(vm_f, va_f, vm_t, va_t, r, x, b, tap, shift):
+def branch_power(vm_f, va_f, vm_t, va_t, r, x, b, tap, shift, xp=jnp):
     """Power ``(P_f, Q_f, P_t, Q_t)`` sent into the branch at its FROM and TO ends: the MATPOWER
     pi model (``Yff = (ys + j b/2)/tap^2``, ``Yft = -ys/conj(T)``, ``Ytf = -ys/T``, ``Ytt = ys +
-    j b/2``, ``T = tap exp(j shift)``, ``S = V conj(I)``) in real arithmetic."""
+    j b/2``, ``T = tap exp(j shift)``, ``S = V conj(I)``) in real arithmetic. ``xp``: the array
+    module (``numpy`` for results on the host: no dispatch or compile per shape)."""
     z2 = r * r + x * x
     gs, bs = r / z2, -x / z2
     phi = va_f - va_t - shift
-    cos, sin = jnp.cos(phi), jnp.sin(phi)
+    cos, sin = xp.cos(phi), xp.sin(phi)
     k = vm_f * vm_t / tap
     f2, t2 = vm_f * vm_f / (tap * tap), vm_t * vm_t
     p_f = f2 * gs - k * (gs * cos + bs * sin)
@@ -145,7 +150,8 @@ class Branch(sg.ReffableTreeNode):
 
 class PowerGraph(sg.ReffableTreeNode):
     """The root: buses by case bus number (``.buses[5].vm``), branches in case order, and the
-    loads, generators and shunts by bus number; ``loading`` is shared by every load."""
+    loads, generators and shunts by bus number; ``loading`` is shared by every load and
+    generator."""
 
     loading: Loading
     buses: dict

@@ -104,10 +104,13 @@ class _Builder:
                               f"branches and generators: {sorted(isolated)}")
         gens = self._generators(gen_rows, types, isolated)
         types = self._bus_types(types, isolated, gens, bus_rows)
+        at_bus: dict[int, list] = {}
+        for gen in gens:
+            at_bus.setdefault(gen[0], []).append(gen)
         kept = [(line, row) for line, row in bus_rows if int(row[0]) not in isolated]
         index = {int(row[0]): i for i, (_, row) in enumerate(kept)}
-        buses = tuple(self._bus(i, row, types[int(row[0])], gens) for i, (_, row) in
-                      enumerate(kept))
+        buses = tuple(self._bus(i, row, types[int(row[0])], at_bus.get(int(row[0]), []))
+                      for i, (_, row) in enumerate(kept))
         generators = tuple(Generator(b, index[b], pg, qg, vg) for b, pg, qg, vg in gens)
         branches = self._branches(branch_rows, index, isolated)
         return PowerCase(name, self.base, buses, branches, generators, tuple(self.notes))
@@ -155,9 +158,9 @@ class _Builder:
             self.notes.append(f"no slack bus with a generator: PV bus {first_pv} is the slack")
         return result
 
-    def _bus(self, i: int, row: list[float], kind: str, gens: list) -> Bus:
+    def _bus(self, i: int, row: list[float], kind: str, mine: list) -> Bus:
+        """The bus of ``row``; ``mine``: its in-service generators."""
         bus_id = int(row[0])
-        mine = [g for g in gens if g[0] == bus_id]
         vset = mine[-1][3] if mine and kind != "PQ" else None    # the last one wins, as in PYPOWER
         if len({g[3] for g in mine}) > 1 and kind != "PQ":
             self.notes.append(f"bus {bus_id}: generators disagree on Vg, using the last ({vset})")
@@ -165,7 +168,7 @@ class _Builder:
         qg = sum(g[2] for g in mine) if kind == "PQ" else None
         return Bus(i, bus_id, kind, row[2] / self.base, row[3] / self.base, pg, qg, vset,
                    row[8] if kind == "slack" else None, row[4] / self.base, row[5] / self.base,
-                   row[9], len(mine))
+                   row[9], len(mine), row[7], row[8])
 
     def _branches(self, branch_rows, index: dict, isolated: set) -> tuple[Branch, ...]:
         branches, off, at_isolated = [], 0, 0

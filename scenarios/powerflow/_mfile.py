@@ -18,6 +18,9 @@ __all__ = ["Matrix", "MFile", "parse_mfile"]
 _NUMBER = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eEdD][+-]?\d+)?|[Ii]nf|NaN|nan)")
 _ASSIGN = re.compile(r"mpc\s*\.\s*(\w+)\s*=\s*(.*)", re.S)
 _FUNCTION = re.compile(r"function\s+(?:\w+\s*=\s*)?(\w+)")
+#: A run of numbers separated by blanks (commas already replaced): checked once per segment.
+_NUMBERS = re.compile(rf"\s*(?:{_NUMBER.pattern}(?:\s+{_NUMBER.pattern})*)?\s*")
+_EXPONENT_D = str.maketrans("dD", "ee")
 
 
 @dataclass
@@ -47,6 +50,10 @@ def parse_mfile(path: str, text: str) -> MFile:
 
 def _strip_comment(line: str) -> tuple[str, bool]:
     """Code part of a line (comment removed) and whether it ends with a ``...`` continuation."""
+    if "'" not in line:  # no string: the first marker wins (the common, fast case)
+        cut = min((i for i in (line.find("%"), line.find("#"), line.find("...")) if i >= 0),
+                  default=-1)
+        return (line, False) if cut < 0 else (line[:cut], line.startswith("...", cut))
     in_string = False
     for i, char in enumerate(line):
         if char == "'":
@@ -59,6 +66,8 @@ def _strip_comment(line: str) -> tuple[str, bool]:
 
 
 def _find_outside_strings(code: str, char: str) -> int:
+    if "'" not in code:
+        return code.find(char)
     in_string = False
     for i, c in enumerate(code):
         if c == "'":
@@ -156,13 +165,19 @@ class _Parser:
             self._close_row()
 
     def _add_values(self, segment: str, number: int) -> None:
-        for token in segment.replace(",", " ").split():
-            if not _NUMBER.fullmatch(token):
-                raise FormatError(self.path, number, f"bad number {token!r} in mpc."
-                                  f"{self.open.name}", "matrices may hold only numbers")
-            if not self.row:
-                self.row_line = number
-            self.row.append(_finite_or_inf_literal(self.path, number, token))
+        text = segment.replace(",", " ")
+        if not _NUMBERS.fullmatch(text):
+            bad = next((t for t in text.split() if not _NUMBER.fullmatch(t)), text.strip())
+            raise FormatError(self.path, number, f"bad number {bad!r} in mpc."
+                              f"{self.open.name}", "matrices may hold only numbers")
+        values = text.translate(_EXPONENT_D).split()
+        if values and not self.row:
+            self.row_line = number
+        floats = list(map(float, values))
+        if any(map(math.isinf, floats)):  # an overflow (1e400), unless spelled Inf
+            for token in values:
+                _finite_or_inf_literal(self.path, number, token)
+        self.row.extend(floats)
 
     def _close_row(self) -> None:
         if self.row:

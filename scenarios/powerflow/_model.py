@@ -8,41 +8,52 @@ from typing import Any
 import numpy as np
 
 from .._member_result import AbstractMemberResult
-from .._network_solve import newton, solve_graph, solve_graph_batch
+from .._network_solve import NetworkMethod, solve_graph_batch
 from .._tables import NamedTables, SweepTables
 from ._build import build_graph
 from ._case import PowerCase
 from ._elements import PowerGraph, branch_power
+from ._fallback import Attempt, solve_with_fallback
+from ._start import START_NAMES, STARTS
 from ._tables import branch_frame, bus_frame
 
 
 __all__ = ["BusResult", "PowerModel", "PowerResult", "PowerSweep", "build_powerflow",
            "DEFAULT_METHOD", "SWEEP_PARAMETERS"]
 
-#: Full Newton in polar form, as PYPOWER, to max|F| = 1e-10 p.u. (the step that gets there
-#: lands near 1e-14; roundoff floors the mismatch of large cases near 1e-12), dense or sparse
-#: LU by size: a factory ``System -> method``. 4-5 steps from a flat start.
-DEFAULT_METHOD = newton(atol=1e-10, rtol=1e-12, max_steps=50, atol32=1e-5)
+#: ``solvers.default_method`` to max|F| = 1e-10 p.u. (the step that gets there lands near
+#: 1e-14; roundoff floors the mismatch of large cases near 1e-12): full Newton in polar form,
+#: as PYPOWER, first (4-7 steps), with the library's choice of linear solver (a sparse LU with
+#: a fill-reducing ordering for large cases); a factory ``System -> method``.
+DEFAULT_METHOD = NetworkMethod(atol=1e-10, rtol=1e-12, atol32=1e-5)
 #: Sweep parameter names and the parameter each one sets.
 SWEEP_PARAMETERS = {"load_scale": ".loading.scale"}
 
 
-def build_powerflow(case: PowerCase) -> "PowerModel":
-    """The model of ``case`` at a flat start. Raises ``IslandError`` for buses cut off from
-    every slack bus."""
-    return PowerModel(case, build_graph(case))
+def build_powerflow(case: PowerCase, start: str = "case") -> "PowerModel":
+    """The model of ``case``, its unknowns at ``start``: ``"case"`` (the case file's bus
+    voltages, MATPOWER's default), ``"flat"`` or ``"dc"`` (see :data:`START_NAMES`). Raises
+    ``IslandError`` for buses cut off from every slack bus."""
+    if start not in STARTS:
+        raise ValueError(f"unknown power-flow start {start!r}; choose one of {', '.join(STARTS)}")
+    return PowerModel(case, build_graph(case, start), start)
 
 
 class PowerModel:
-    """``graph`` (a :class:`PowerGraph`) built from ``case``."""
+    """``graph`` (a :class:`PowerGraph`) built from ``case``, its unknowns at ``start``."""
 
-    def __init__(self, case: PowerCase, graph: PowerGraph):
-        self.case, self.graph = case, graph
+    def __init__(self, case: PowerCase, graph: PowerGraph, start: str = "case"):
+        self.case, self.graph, self.start = case, graph, start
 
-    def solve(self, method: Any = None) -> "PowerResult":
-        """Solve the power flow. ``method``: a ``solvers`` method object or a factory
-        ``System -> method``; default :data:`DEFAULT_METHOD`."""
-        return PowerResult(self, solve_graph(self.graph, method or DEFAULT_METHOD))
+    def solve(self, method: Any = None, fallback: bool = True) -> "PowerResult":
+        """Solve the power flow from the graph's start. ``method``: a ``solvers`` method
+        object or a factory ``System -> method``; default :data:`DEFAULT_METHOD`. When Newton
+        fails there (and ``fallback``), the other starts are tried in the order of
+        :data:`STARTS`, then the default method's fallback stages from the first start;
+        ``result.start`` says which produced the answer, ``result.attempts`` lists them all."""
+        solved, used, attempts = solve_with_fallback(self.case, self.graph, self.start,
+                                                     method or DEFAULT_METHOD, fallback)
+        return PowerResult(self, solved, attempt=used, attempts=attempts)
 
     def sweep(self, values, parameter: str = "load_scale", method: Any = None,
               progress: bool | None = None) -> "PowerSweep":
@@ -81,23 +92,41 @@ class PowerResult(NamedTables, AbstractMemberResult):
 
     TABLES = ("bus", "branch")
 
-    def __init__(self, model: PowerModel, solved, index: int | None = None):
+    def __init__(self, model: PowerModel, solved, index: int | None = None,
+                 attempt: Attempt | None = None, attempts: list | None = None):
         super().__init__(model, solved, index)
+        self.attempt, self.attempts = attempt, list(attempts or [])
         self._buses: dict | None = None
         self._flows: np.ndarray | None = None
 
-    def bus(self, bus_id: int) -> BusResult:
-        """The result at case bus number ``bus_id``."""
-        buses = self._computed()
-        if bus_id not in buses:
-            raise KeyError(f"case {self.model.case.name!r} has no bus {bus_id!r}; bus numbers "
-                           f"run from {min(buses)} to {max(buses)}.")
-        return buses[bus_id]
+    @property
+    def start(self) -> str:
+        """The start that produced this result (``"case"``, ``"flat"``, ``"dc"``)."""
+        return self.attempt.start if self.attempt is not None else self.model.start
 
-    def _computed(self) -> dict:
+    def start_note(self) -> str:
+        """One sentence: which start (and method) produced the answer, and what failed."""
+        how = START_NAMES[self.start]
+        if self.attempt is not None and self.attempt.method != "newton":
+            how += " with the fallback stages (damped Newton, trust region, continuation)"
+        failed = [f"{a.start} ({a.method}: {a.iterations} steps, max|F| {a.residual_norm:.3g})"
+                  for a in self.attempts if a is not self.attempt and not a.converged]
+        text = f"{'solved' if self.converged else 'best attempt'} from {how}"
+        return text + (f"; failed first: {', '.join(failed)}" if failed else "")
+
+    def buses(self) -> dict:
+        """Every bus's :class:`BusResult` by case bus number."""
         if self._buses is None:
             self._buses = self._compute()
         return self._buses
+
+    def bus(self, bus_id: int) -> BusResult:
+        """The result at case bus number ``bus_id``."""
+        self.buses()
+        if bus_id not in self._buses:
+            raise KeyError(f"case {self.model.case.name!r} has no bus {bus_id!r}; bus numbers "
+                           f"run from {min(self._buses)} to {max(self._buses)}.")
+        return self._buses[bus_id]
 
     def _compute(self) -> dict:
         g, case = self.solved.graph, self.model.case
@@ -121,7 +150,7 @@ class PowerResult(NamedTables, AbstractMemberResult):
     def branch_flows(self) -> np.ndarray:
         """Power sent into each branch of ``case.branches`` (p.u.): rows P and Q at the FROM
         end, P and Q at the TO end (shape (4, branches))."""
-        self._computed()
+        self.buses()
         return self._flows
 
     def vm(self) -> dict:
@@ -132,11 +161,13 @@ class PowerResult(NamedTables, AbstractMemberResult):
 
     def to_json(self) -> dict:
         """``{"vm": {bus: p.u.}, "va_deg": {bus: deg}, "converged", "iterations",
-        "residual_norm"}`` (bus numbers as JSON keys)."""
+        "residual_norm", "start", "attempts"}`` (bus numbers as JSON keys; ``attempts``: every
+        solve tried, ``{"start", "method", "converged", "iterations", "residual_norm"}``)."""
         return {"vm": {str(k): v for k, v in self.vm().items()},
                 "va_deg": {str(k): v for k, v in self.va_deg().items()},
                 "converged": self.converged, "iterations": self.iterations,
-                "residual_norm": self.residual_norm}
+                "residual_norm": self.residual_norm, "start": self.start,
+                "attempts": [a.to_json() for a in self.attempts]}
 
     def to_frames(self) -> dict:
         """``{"bus": ..., "branch": ...}`` as pandas DataFrames, as pandapower's ``res_bus``
@@ -150,8 +181,9 @@ def _branch_flows(case: PowerCase, vm, va, branches: dict) -> np.ndarray:
     """(P_f, Q_f, P_t, Q_t) sent into each branch at its ends (p.u.), from the branch model."""
     f = case.branch_array("from_index").astype(int)
     t = case.branch_array("to_index").astype(int)
-    return np.asarray([np.asarray(a) for a in branch_power(
-        vm[f], va[f], vm[t], va[t], *(branches[k] for k in ("r", "x", "b", "tap", "shift")))])
+    return np.asarray(branch_power(
+        vm[f], va[f], vm[t], va[t], *(branches[k] for k in ("r", "x", "b", "tap", "shift")),
+        xp=np))
 
 
 def _injections(case: PowerCase, flows: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "powerflow" / "case9
 
 
 def _name(solver: Any) -> str:
-    return "Newton (polar, flat start)" if solver is None else type(solver).__name__
+    return "Newton (polar), then fallbacks" if solver is None else type(solver).__name__
 
 
 def read_case(path: str | os.PathLike):
@@ -29,19 +29,23 @@ def read_case(path: str | os.PathLike):
 
 
 def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
-        solver: Any = None, progress: bool | None = None) -> Report:
-    """Solve the case (default :data:`EXAMPLE`) from a flat start, or sweep ``load_scale``
-    (or a parameter key path) in one batched solve."""
+        solver: Any = None, progress: bool | None = None, start: str | None = None) -> Report:
+    """Solve the case (default :data:`EXAMPLE`) from ``start`` (default ``"case"``: the case
+    file's voltages; ``"flat"`` for ``--flat-start``), falling back to the other starts if
+    Newton fails there, or sweep ``load_scale`` (or a parameter key path) in one batched
+    solve from ``start``."""
     case = read_case(input or EXAMPLE)
-    model = build_powerflow(case)
+    model = build_powerflow(case, start or "case")
     title = f"AC power flow of {case.name!r} ({len(case.buses)} buses)"
     if sweep is not None:
         return _sweep_report(model, sweep, solver, progress, title)
     result = model.solve(solver)
     doc = {**result.to_json(), "solver": _name(solver)}
-    rows = [(f"bus {b.id}", f"{result.bus(b.id).vm:.6f} / {result.bus(b.id).va_deg:.4f}",
-             "Vm p.u. / Va deg") for b in case.buses]
-    notes = [] if result.converged else [result.message()]
+    buses = result.buses()
+    rows = [("start", result.start, "")] + [
+        (f"bus {b.id}", f"{buses[b.id].vm:.6f} / {buses[b.id].va_deg:.4f}", "Vm p.u. / Va deg")
+        for b in case.buses]
+    notes = [result.start_note()] + ([] if result.converged else [result.message()])
     return Report("powerflow", _name(solver), result.converged, result.iterations,
                   result.residual_norm, rows, doc, lambda fig: draw_power_flow(
                       fig, result, f"{case.name}: bus voltages and branch loading"),
@@ -50,7 +54,7 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
 
 def _sweep_report(model, sweep: SweepSpec, solver, progress, title: str) -> Report:
     result = model.sweep(sweep.values, sweep.param, solver, progress)
-    doc = {**result.to_json(), "solver": _name(solver)}
+    doc = {**result.to_json(), "solver": _name(solver), "start": model.start}
     members = [result[i] for i in range(len(result))]
     ids = [b.id for b in model.case.buses]
     span = f"{sweep.param}={sweep.values[0]:.4g}..{sweep.values[-1]:.4g}"

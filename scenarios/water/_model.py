@@ -7,10 +7,8 @@ from typing import Any
 
 import numpy as np
 
-import solvers
-
 from .._member_result import AbstractMemberResult
-from .._network_solve import newton, solve_graph, solve_graph_batch
+from .._network_solve import NetworkMethod, solve_graph, solve_graph_batch
 from .._tables import NamedTables, SweepTables
 from ._build import build_graph
 from ._constants import WaterConstants
@@ -22,13 +20,11 @@ from ._tables import link_frame, node_frame
 __all__ = ["WaterModel", "WaterResult", "WaterSweep", "build_water", "DEFAULT_METHOD",
            "SWEEP_PARAMETERS"]
 
-#: Plain Newton (the library's line search is kept as a safeguard; these networks never need
-#: it) to max|F| = 1e-12 (m of head, m3/s of flow): a factory ``System -> method``. From
-#: EPANET's start the validation networks take 5-8 steps. Dense LU up to 2000 unknowns, then
-#: scipy's LU on the host: the (flow, head) Jacobian is a saddle-point matrix, on which the
-#: static-pivoting ``solvers.SparseLU`` meets zero pivots (Net1, Net2).
-DEFAULT_METHOD = newton(atol=1e-12, rtol=1e-14, max_steps=100, dense_limit=2000,
-                        sparse=solvers.SparseHostLU)
+#: ``solvers.default_method`` to max|F| = 1e-12 (m of head, m3/s of flow): a factory
+#: ``System -> method``. From EPANET's start the validation networks take 5-8 Newton steps.
+#: Its linear solver is the library's choice: dense LU for small networks, else scipy's LU on
+#: the host, which pivots on the (flow, head) saddle-point Jacobian.
+DEFAULT_METHOD = NetworkMethod(atol=1e-12, rtol=1e-14)
 #: Sweep parameter names and the parameter each one sets.
 SWEEP_PARAMETERS = {"demand_multiplier": ".hydraulics.demand_multiplier"}
 

@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover
 from ._banded import BandedLU, banded_beats_dense
 from ._batch import solve_flat_batch
 from ._dense import DenseLU
-from ._method import AbstractRootMethod
+from ._method import AbstractRootMethod, FlatProblem
 from ._polyalgorithm import Default, run_staged
 from ._solution import FlatSolution
 from ._solve import raise_if_failed_anywhere, solve_flat
@@ -33,6 +33,7 @@ from ._schur import schur_plan
 from ._sparse import SparseHostLU, as_pattern
 from ._sparse_auto import SparseAuto
 from ._sparsity import SparsityPattern
+from ._sweep import is_sweep, sweep_fingerprint, sweep_flat
 from ._system import System
 
 #: Single solves with more unknowns than this get a sparse LU by default.
@@ -218,7 +219,8 @@ def solve(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
 
 def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[AbstractRootMethod] = None, *,
                 evaluation: str = "auto", x0: Any = None, chunk_size: Optional[int] = None,
-                progress: Optional[bool] = None, throw: bool = False) -> Solution:
+                progress: Any = None, throw: bool = False, results_dir: Any = None,
+                gather: bool = True) -> Solution:
     """Solve once per batch member; ``values`` maps keys to arrays whose leading axis is the
     batch. A key is a key path as ``jax.tree_util.keystr`` prints it (``".source.voltage"``
     or ``"source.voltage"``, ``".vsources['V1'].value"``), ``"Class.field"`` (that field of
@@ -230,6 +232,12 @@ def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[Abstract
     Only the swept parameters are batched; large batches run in chunks with a progress bar
     on a terminal, split over all devices.
     ``x0``: a start of shape (n,) or (B, n) (default: the graph's unknowns).
+
+    Sweeps (see the guide's "Several hosts"): started as several JAX processes
+    (`initialize_distributed`) the batch is split over all their devices; ``results_dir``
+    writes each finished chunk there and a restart skips them; ``gather=False`` keeps on
+    each process only its own members (`process_members`). ``progress`` may be a meter
+    object with ``update(n)`` (counts members, on process 0 only).
     """
     system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
     keys, batched = _sweep_values(system, values)
@@ -237,6 +245,9 @@ def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[Abstract
     method = default_method(system, solver, batch_size=int(batched[0].shape[0]))
     step_limit = _StepLimit(system._s, keys) if system.has_step_limit else None
     kwargs = {} if chunk_size is None else {"chunk_size": chunk_size}
+    if _eager((start, batched)) and is_sweep(results_dir, gather):
+        return _sweep(system, keys, batched, start, method, step_limit, chunk_size, throw,
+                      dict(results_dir=results_dir, gather=gather, progress=progress))
 
     def attempt(stage, members):
         xs = start if members is None or start.ndim == 1 else start[members]
@@ -247,6 +258,16 @@ def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[Abstract
 
     flat = _run(method, system, (start, system.params, batched), attempt)
     return Solution(_checked(flat, throw), system, batched, keys)
+
+
+def _sweep(system, keys, batched, start, method, step_limit, chunk_size, throw, options):
+    """`solve_batch` as a chunked sweep (several processes, a results directory)."""
+    problem = FlatProblem(_Residual(system._s, keys), step_limit)
+    fingerprint = sweep_fingerprint(system, keys, batched, start, method)
+    flat, members = sweep_flat(problem, method, start, (system.params, batched), (None, 0),
+                               chunk_size=chunk_size, fingerprint=fingerprint, **options)
+    swept = batched if members is None else tuple(v[members.start:members.stop] for v in batched)
+    return Solution(_checked(flat, throw), system, swept, keys)
 
 
 def _eager(tree: Any) -> bool:

@@ -44,8 +44,8 @@ MIXED = "mixed"
 
 _LEAF_TYPES = frozenset(
     {float, int, bool, complex, type(None), np.ndarray, np.float64, np.float32, np.int64,
-     np.int32, np.bool_, np.complex128, type(jax.numpy.zeros(()))}
-)
+     np.int32, np.bool_, np.complex128}
+)  # jax arrays are matched by `_ARRAY_TYPES` (naming their concrete type would start a backend)
 _ARRAY_TYPES = (jax.Array, jax.core.Tracer)
 _get_dict = operator.attrgetter("__dict__")
 

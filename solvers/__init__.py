@@ -36,6 +36,9 @@ from ._sparse_auto import SparseAuto
 from ._sparse_krylov import SparseKrylov
 from ._sparsity import SparsityError, SparsityPattern
 from ._system import System
+from ._distributed import initialize_distributed
+from ._sweep import process_members
+from ._sweep_store import SweepMismatchError
 
 __all__ = [
     "AbstractLinearSolver",
@@ -61,6 +64,8 @@ __all__ = [
     "SingularComponentError",
     "StructurallySingularError",
     "default_method",
+    "initialize_distributed",
+    "process_members",
     "ModelError",
     "Solution",
     "SolveError",
@@ -70,6 +75,7 @@ __all__ = [
     "SparsityError",
     "SparsityPattern",
     "SparseLU",
+    "SweepMismatchError",
     "System",
     "TrustRegion",
     "solve",

@@ -265,7 +265,8 @@ def _sweep(system, keys, batched, start, method, step_limit, chunk_size, throw, 
     problem = FlatProblem(_Residual(system._s, keys), step_limit)
     fingerprint = sweep_fingerprint(system, keys, batched, start, method)
     flat, members = sweep_flat(problem, method, start, (system.params, batched), (None, 0),
-                               chunk_size=chunk_size, fingerprint=fingerprint, **options)
+                               chunk_size=chunk_size, fingerprint=fingerprint,
+                               about={"parameters": [str(k.key) for k in keys]}, **options)
     swept = batched if members is None else tuple(v[members.start:members.stop] for v in batched)
     return Solution(_checked(flat, throw), system, swept, keys)
 

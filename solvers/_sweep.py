@@ -64,18 +64,21 @@ class ChunkPlan:
 
 
 def process_members(batch_size: int, chunk_size: Optional[int] = None,
-                    process_id: Optional[int] = None) -> range:
+                    process_id: Optional[int] = None,
+                    num_processes: Optional[int] = None) -> range:
     """The batch members a process solves (and keeps with ``gather=False``) in a sweep of
-    ``batch_size`` members in chunks of ``chunk_size``: a contiguous range."""
-    plan = _plan(batch_size, chunk_size)
-    return plan.members(jax.process_index() if process_id is None else process_id)
+    ``batch_size`` members in chunks of ``chunk_size`` (default: `solve_batch`'s): a
+    contiguous range; by default this process's in this run."""
+    plan = _plan(batch_size, chunk_size, num_processes)
+    return plan.members(jax.process_index() if process_id is None else int(process_id))
 
 
-def _plan(size: int, chunk_size: Optional[int]) -> ChunkPlan:
+def _plan(size: int, chunk_size: Optional[int], processes: Optional[int] = None) -> ChunkPlan:
     chunk = DEFAULT_CHUNK if chunk_size is None else int(chunk_size)
     if chunk < 1:
         raise ValueError(f"chunk_size must be a positive number of members, got {chunk_size}.")
-    return ChunkPlan(int(size), min(chunk, int(size)), jax.process_count())
+    processes = jax.process_count() if processes is None else int(processes)
+    return ChunkPlan(int(size), min(chunk, int(size)), processes)
 
 
 def sweep_fingerprint(system: Any, keys: tuple, batched: tuple, start: Any,
@@ -89,16 +92,18 @@ def sweep_fingerprint(system: Any, keys: tuple, batched: tuple, start: Any,
 
 def sweep_flat(problem: Any, method: Any, x0: Any, params: Any, params_axes: Any, *,
                chunk_size: Optional[int], results_dir: Any, fingerprint: dict,
-               gather: bool, progress: Any) -> tuple[FlatSolution, Optional[range]]:
+               gather: bool, progress: Any,
+               about: Optional[dict] = None) -> tuple[FlatSolution, Optional[range]]:
     """Solve every member (arguments as `solve_flat_batch`'s); ``(solution, members)``:
     every member on every process (``gather``; members None) or this process's
-    `process_members`."""
+    `process_members`. ``fingerprint`` (part name -> digest) identifies the sweep in its
+    results directory; ``about`` goes into the manifest as it is."""
     x0, method = check_arguments(x0, method)
     axes = _axes_leaves(params, params_axes)
     size = _batch_size(x0, 0 if x0.ndim == 2 else None, params, axes)
     plan, pid = _plan(size, chunk_size), jax.process_index()
     store = None if results_dir is None else SweepStore(
-        results_dir, size, plan.chunk, fingerprint).open()
+        results_dir, size, plan.chunk, fingerprint, about).open()
     solver = ChunkSolver(problem, method, x0, params, axes)
     results = _finished(store, plan, plan.owned(pid))
     pending = [k for k in plan.owned(pid) if k not in results]

@@ -34,6 +34,8 @@ class ChunkSolver:
         self.leaves, self.leaf_axes = [x0] + leaves, (x0_axis,) + tuple(axes)
         self.batched = [np.asarray(leaf) for leaf, axis in zip(self.leaves, self.leaf_axes)
                         if axis is not None]
+        self.names = ["start"] * (x0_axis is not None) + [
+            f"param_{i}" for i in range(len(self.batched) - (x0_axis is not None))]
         self.mesh = batch_mesh()
         self.block = block_size(problem, method, x0, params, axes)
         fixed = [leaf for leaf, axis in zip(self.leaves, self.leaf_axes) if axis is None]
@@ -41,8 +43,9 @@ class ChunkSolver:
         self.stages = _stages(problem, method, self._member(0))
 
     def inputs(self, members: np.ndarray) -> dict[str, np.ndarray]:
-        """The members' batched inputs (start rows, swept values), for the results file."""
-        return {f"input_{i}": leaf[members] for i, leaf in enumerate(self.batched)}
+        """The members' batched inputs for the results file: ``start`` (if batched) and
+        ``param_i``, the i-th batched parameter leaf (`solve_batch`: the i-th swept key)."""
+        return {name: leaf[members] for name, leaf in zip(self.names, self.batched)}
 
     def __call__(self, members: np.ndarray) -> dict[str, np.ndarray]:
         """Solve ``members`` (indices into the batch; may differ in length per process)."""

@@ -52,13 +52,14 @@ def _feed(h, value: Any) -> None:
 
 class SweepStore:
     """The results directory of one sweep: ``size`` members in chunks of ``chunk_size``
-    (chunk k holds members ``k * chunk_size`` up to the next chunk's start)."""
+    (chunk k holds members ``k * chunk_size`` up to the next chunk's start); ``about`` is
+    saved in the manifest for readers, not compared."""
 
     def __init__(self, directory: str | os.PathLike, size: int, chunk_size: int,
-                 fingerprint: Mapping[str, str]):
+                 fingerprint: Mapping[str, str], about: Optional[Mapping[str, Any]] = None):
         self.directory = Path(directory)
         self.manifest = {"format": FORMAT, "size": int(size), "chunk_size": int(chunk_size),
-                         "fingerprint": dict(fingerprint)}
+                         "fingerprint": dict(fingerprint), "about": dict(about or {})}
 
     def open(self) -> "SweepStore":
         """Create the directory and manifest, or check an existing manifest matches."""

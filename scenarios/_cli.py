@@ -6,6 +6,8 @@ error (one line on stderr, no traceback).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import math
 import os
@@ -43,6 +45,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="solve for COUNT evenly spaced values of PARAM in batched solves")
     run.add_argument("--plot", metavar="FILE.png", help="write a plot (needs matplotlib)")
     run.add_argument("--json", metavar="FILE", help="write the solution as JSON")
+    run.add_argument("--distributed", action="store_true",
+                     help="one of several processes (jax.distributed, set up from "
+                     "SIMGRAPH_COORDINATOR, SIMGRAPH_NUM_PROCESSES, SIMGRAPH_PROCESS_ID): the "
+                     "--sweep is split over all of them; process 0 prints and writes files")
     demo = sub.add_parser("demo", help="a short tour of every scenario on its shipped example")
     demo.add_argument("--out", metavar="DIR", help="where to write the plots (default: a new "
                       "temporary directory)")
@@ -179,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("give a command: list, run NAME or demo")
         if args.command == "list":
             return cmd_list()
+        if args.command == "run" and args.distributed:
+            return _distributed(cmd_run, args)
         return cmd_run(args) if args.command == "run" else cmd_demo(args)
     except (UsageError, FormatError, GraphError, ScenarioUnavailable, ValueError, OSError) as err:
         print(f"error: {_one_line(err)}", file=sys.stderr)
@@ -186,6 +194,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyError as err:  # bad names (e.g. a --sweep parameter): the message is args[0]
         print(f"error: {_one_line(err.args[0] if err.args else err)}", file=sys.stderr)
         return 2
+
+
+def _distributed(command, args) -> int:
+    """Run ``command`` as one process of a jax.distributed run; only process 0 prints."""
+    import solvers
+    if solvers.initialize_distributed()[0] == 0:
+        return command(args)
+    args.json = args.plot = None
+    with contextlib.redirect_stdout(io.StringIO()):
+        return command(args)
 
 
 def _one_line(err) -> str:

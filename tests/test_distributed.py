@@ -1,6 +1,7 @@
 """Sweeps over several JAX processes (jax.distributed on 127.0.0.1, gloo collectives) and
 resumable sweeps: results equal the single-process run member for member."""
 
+import json
 import os
 import signal
 import socket
@@ -42,6 +43,12 @@ def _free_port() -> int:
 
 
 def _launch(n, job, out, cache, results_dir=None):
+    args = [str(WORKER), job, str(out)] + ([str(results_dir)] if results_dir else [])
+    return _start(n, args, out, cache)
+
+
+def _start(n, args, out, cache):
+    """``n`` processes of ``python ARGS`` joined on a free port; output in out/log-PID.txt."""
     port = _free_port()
     procs = []
     for pid in range(n):
@@ -50,10 +57,9 @@ def _launch(n, job, out, cache, results_dir=None):
                    PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu",
                    JAX_COMPILATION_CACHE_DIR=str(cache),
                    JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
-        args = [sys.executable, str(WORKER), job, str(out)] + ([str(results_dir)] if results_dir else [])
         with open(Path(out) / f"log-{pid}.txt", "a") as log:
-            procs.append(subprocess.Popen(args, cwd=ROOT, env=env, stdout=log,
-                                          stderr=subprocess.STDOUT))
+            procs.append(subprocess.Popen([sys.executable] + args, cwd=ROOT, env=env,
+                                          stdout=log, stderr=subprocess.STDOUT))
     return procs
 
 
@@ -128,3 +134,33 @@ def test_four_processes_equal_one_process(tmp_path, references, compile_cache):
     _finish(_launch(4, "circuit", tmp_path, compile_cache), tmp_path)
     for pid in range(4):
         _assert_same(np.load(tmp_path / f"circuit-{pid}.npz"), references["circuit"])
+
+
+def test_cli_sweep_over_two_processes_prints_once_and_equals_one_process(tmp_path,
+                                                                         compile_cache):
+    from scenarios._cli import main
+    sweep = ["run", "circuit", "--sweep", "V1=0:9.157:46"]
+    assert main(sweep + ["--json", str(tmp_path / "one.json")]) == 0
+    logs = _finish(_start(2, ["-m", "scenarios"] + sweep + [
+        "--distributed", "--json", str(tmp_path / "two.json")], tmp_path, compile_cache),
+        tmp_path)
+    assert "wrote" in logs[0] and "wrote" not in logs[1] and "converged" not in logs[1]
+    one, two = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("one", "two"))
+    assert len(one["sweep"]) == 46
+    _assert_close_documents(one, two)
+
+
+def _assert_close_documents(a, b, where=""):
+    """Equal JSON documents, floats to roundoff (other chunk shapes vectorize differently)."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for key in a:
+            _assert_close_documents(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_close_documents(x, y, f"{where}[{i}]")
+    elif isinstance(a, float):
+        assert np.isclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True), (where, a, b)
+    else:
+        assert a == b, (where, a, b)

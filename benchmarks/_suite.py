@@ -145,6 +145,20 @@ def robustness(quick: bool, out: Path) -> Section:
     return section
 
 
+def distributed(quick: bool, out: Path) -> Section:
+    from . import distributed_sweep
+
+    rows = distributed_sweep.run(10_000, (1, 2), repeats=2) if quick else distributed_sweep.run()
+    section = Section(
+        "distributed", "Sweeps over several processes: jax.distributed on one machine (issue 18)",
+        (distributed_sweep.__doc__ or "").split("\n\n", 1)[1].split("Run:")[0].strip()
+        + " Target: 2 processes on 2 cores approach 2x the single-thread run.",
+        rows, distributed_sweep.COLUMNS)
+    if quick:
+        section.notes.append("Quick mode: 10 000 members, 1 and 2 processes, 2 repeats.")
+    return section
+
+
 def _series(rows: list[dict], label, x: str, y: str, factor: float = 1.0) -> dict:
     """``{label(row): ([x], [y * factor])}`` over the rows that have a value for ``y``."""
     series: dict = {}
@@ -164,4 +178,4 @@ def _figure(section: Section, out: Path, name: str, panels: dict, xlabel: str, y
 
 
 BENCHMARKS = {"dispatch": dispatch, "circuit": circuit, "scale": scale, "sparse": sparse_solve,
-              "robustness": robustness}
+              "robustness": robustness, "distributed": distributed}

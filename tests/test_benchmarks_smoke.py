@@ -12,7 +12,7 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SECTIONS = ("dispatch", "circuit", "scale", "sparse", "robustness")
+SECTIONS = ("dispatch", "circuit", "scale", "sparse", "robustness", "distributed")
 OPTIONAL = {"sparse"}  # may say "Not measured" until its benchmark module exists
 
 

@@ -50,7 +50,15 @@ def initialize_distributed(coordinator_address: Optional[str] = None,
             raise ValueError(f"process id {index} is outside 0..{count - 1} (there are {count} "
                              f"processes): check {ENV_PROCESS_ID} and {ENV_NUM_PROCESSES}.")
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(address, count, index, **options)
+    try:
+        jax.distributed.initialize(address, count, index, **options)
+    except ValueError as err:
+        if address is not None:
+            raise
+        raise ValueError(f"no multi-process run to join ({err}): set {ENV_COORDINATOR} "
+                         f"(host:port of process 0), {ENV_NUM_PROCESSES} and {ENV_PROCESS_ID} "
+                         "for each process, or start them under a cluster manager JAX "
+                         "detects (SLURM, Open MPI).") from None
     return jax.process_index(), jax.process_count()
 
 
@@ -94,6 +102,7 @@ def from_local(mesh: Mesh, leaves: Sequence[Any], axes: Sequence[Optional[int]])
     out = []
     for leaf, axis in zip(leaves, axes):
         leaf = np.asarray(leaf)
+        leaf = leaf.astype(jax.dtypes.canonicalize_dtype(leaf.dtype), copy=False)
         shape = leaf.shape if axis is None else (leaf.shape[0] * processes,) + leaf.shape[1:]
         out.append(jax.make_array_from_process_local_data(
             NamedSharding(mesh, spec(axis)), leaf, shape))

@@ -248,6 +248,9 @@ def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[Abstract
     if _eager((start, batched)) and is_sweep(results_dir, gather):
         return _sweep(system, keys, batched, start, method, step_limit, chunk_size, throw,
                       dict(results_dir=results_dir, gather=gather, progress=progress))
+    if results_dir is not None or not gather:
+        raise ValueError("results_dir and gather=False need concrete values: call "
+                         "solve_batch outside jit/vmap/grad.")
 
     def attempt(stage, members):
         xs = start if members is None or start.ndim == 1 else start[members]

@@ -137,9 +137,22 @@ def test_processes_own_contiguous_runs_of_chunks_covering_the_batch(size, chunk,
       "SIMGRAPH_PROCESS_ID": "2"}, "outside 0..1"),
 ])
 def test_initialize_distributed_checks_its_settings_first(monkeypatch, env, message):
+    """Bad settings raise naming the variable, before jax.distributed is started."""
     for name in ("SIMGRAPH_COORDINATOR", "SIMGRAPH_NUM_PROCESSES", "SIMGRAPH_PROCESS_ID"):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     with pytest.raises(ValueError, match=message):
         solvers.initialize_distributed()
+
+
+def test_sweep_options_inside_a_transform_are_refused(tmp_path):
+    import jax
+
+    def swept(values):
+        return solvers.solve_batch(graph(), {"items[0].c": values}, NEWTON,
+                                   results_dir=tmp_path).x
+
+    with pytest.raises(ValueError, match="outside jit"):
+        jax.jit(swept)(jnp.asarray(VALUES))
+    assert not any(tmp_path.iterdir())

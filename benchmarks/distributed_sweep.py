@@ -10,6 +10,11 @@ configuration is started fresh (one command per process on 127.0.0.1, as on seve
 compiles on a first sweep of one chunk per process, then times the full sweep (median of
 repeats, from a barrier to the gathered result). ``solves_per_s`` = M / wall time;
 ``speedup`` = over the 1-process row; ``efficiency`` = speedup / min(processes, cores).
+``cpu_s`` = CPU seconds of all processes in the timed sweep (median of repeats, summed);
+``cpu_efficiency`` = the 1-process row's cpu_s / this row's: the share of the work that is
+the solve itself (1: no cost for splitting, communication and gathering). On a machine shared
+with other jobs the wall-clock columns depend on how much of the cores the processes get;
+the CPU columns do not (with N free cores the speed-up is about N x cpu_efficiency).
 Run: ``python -m benchmarks.distributed_sweep [--quick]``.
 """
 
@@ -27,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ("members", "processes", "cores", "wall_s", "solves_per_s", "speedup", "efficiency",
-           "converged")
+           "cpu_s", "cpu_efficiency", "converged")
 NODES = 10
 CHUNK = 16384  # solve_batch's default members per chunk
 KEY = ".vsources['V1'].value"
@@ -42,10 +47,11 @@ def run(members: int = 1_000_000, processes=(1, 2, 4), repeats: int = 3,
         result = _launch(count, members, repeats, timeout)
         rows.append({"members": members, "processes": count, "cores": min(count, cores),
                      **result})
-    base = rows[0]["solves_per_s"]
+    base, base_cpu = rows[0]["solves_per_s"], rows[0]["cpu_s"]
     for row in rows:
         row["speedup"] = row["solves_per_s"] / base
         row["efficiency"] = row["speedup"] / row["cores"]
+        row["cpu_efficiency"] = base_cpu / row["cpu_s"]
     return rows
 
 
@@ -93,17 +99,21 @@ def worker(members: int, repeats: int) -> None:
     steps = -(-members // (count * CHUNK))
     chunk = -(-members // (count * steps))  # equal chunks: no padded last chunk
     solvers.solve_batch(system, {KEY: volts[: chunk * count]}, chunk_size=chunk, progress=False)
-    times = []
+    times, cpu = [], []
     for _ in range(repeats):
         if count > 1:
             multihost_utils.sync_global_devices("sweep")
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         sol = solvers.solve_batch(system, {KEY: volts}, chunk_size=chunk, progress=False)
         jax.block_until_ready(sol.flat)
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    cpu_all = np.asarray(multihost_utils.process_allgather(np.asarray([statistics.median(cpu)]))
+                         if count > 1 else [statistics.median(cpu)])
     wall = statistics.median(times)
     if pid == 0:
         print(json.dumps({"wall_s": wall, "solves_per_s": members / wall,
+                          "cpu_s": float(cpu_all.sum()),
                           "converged": int(np.sum(np.asarray(sol.converged)))}), flush=True)
 
 

@@ -164,6 +164,10 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
                  for leaf in jax.tree_util.tree_leaves((x0, params)))
     if traced:
         sol = _solve_batched(problem, method, x0_axis, axes, 0, x0, params)
+    elif jax.process_count() > 1:  # several processes: split over all (solvers._sweep)
+        from ._sweep import sweep_flat
+        sol = sweep_flat(problem, method, x0, params, params_axes, chunk_size=chunk_size,
+                         results_dir=None, fingerprint={}, gather=True, progress=progress)[0]
     else:
         sol = _chunked(problem, method, x0_axis, axes, x0, params, size, chunk_size, progress)
     return raise_if_failed_anywhere(sol) if throw else sol

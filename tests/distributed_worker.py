@@ -20,6 +20,8 @@ import numpy as np
 DATA = Path(__file__).resolve().parent / "data"
 FIELDS = ("x", "result", "converged", "iterations", "num_fev", "num_jev", "residual_norm")
 CHUNK = 4
+#: solve_flat_batch's parameters: x**2 = p, a NaN member and a negative one (no real root).
+FLAT_PARAMS = np.array([[4.0], [9.0], [np.nan], [-1.0], [16.0], [2.0], [25.0]])
 
 
 def cases(names):
@@ -63,6 +65,7 @@ class PauseAt:
 
 def main(job: str, out: str, results_dir: str | None = None) -> None:
     import jax
+    import jax.numpy as jnp
     jax.config.update("jax_enable_x64", True)
     import solvers
     pid, count = solvers.initialize_distributed()
@@ -78,6 +81,10 @@ def main(job: str, out: str, results_dir: str | None = None) -> None:
             members = solvers.process_members(len(next(iter(values.values()))), CHUNK)
             np.savez(Path(out) / f"{name}-local-{pid}.npz", members=np.asarray(members),
                      **{f: getattr(mine.flat, f) for f in FIELDS})
+    if job == "all":
+        flat = solvers.solve_flat_batch(lambda x, p: x ** 2 - p, jnp.ones(1), FLAT_PARAMS,
+                                        solver=solvers.Newton(), chunk_size=CHUNK)
+        np.savez(Path(out) / f"flat-{pid}.npz", **{f: getattr(flat, f) for f in FIELDS})
     print(f"process {pid} of {count} done", flush=True)
 
 

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import solvers
-from distributed_worker import CHUNK, FIELDS, cases
+from distributed_worker import CHUNK, FIELDS, FLAT_PARAMS, cases
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = Path(__file__).resolve().parent / "distributed_worker.py"
-TIMEOUT = 240  # seconds for one multi-process run (each process imports JAX and compiles)
+TIMEOUT = 480  # seconds for one multi-process run (each process imports JAX and compiles)
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,7 @@ def test_two_processes_resume_a_killed_sweep_and_equal_one_process(tmp_path, ref
     """A chunked circuit sweep killed mid-way resumes (skipping its finished chunks); the
     circuit (a NaN member flagged, a failed member's code, Default's staged fallback in one
     process only) and a power flow equal one process's, gathered on both processes and
-    kept per process."""
+    kept per process; so does solve_flat_batch."""
     results = tmp_path / "results"
     _pause_and_kill(tmp_path, compile_cache, results)
     n_chunks = -(-len(references["circuit"]["result"]) // CHUNK)
@@ -126,6 +126,12 @@ def test_two_processes_resume_a_killed_sweep_and_equal_one_process(tmp_path, ref
         np.testing.assert_array_equal(members, np.arange(len(ref["result"])))
         assert 0 < len(local[0]["members"]) < len(members)
         _assert_same({f: np.concatenate([part[f] for part in local]) for f in FIELDS}, ref)
+    flat = solvers.solve_flat_batch(lambda x, p: x ** 2 - p, np.ones(1), FLAT_PARAMS,
+                                    solver=solvers.Newton(), chunk_size=CHUNK)
+    for pid in range(2):
+        _assert_same(np.load(tmp_path / f"flat-{pid}.npz"),
+                     {f: np.asarray(getattr(flat, f)) for f in FIELDS})
+    assert list(np.asarray(flat.converged)) == [True, True, False, False, True, True, True]
     assert references["circuit"]["result"][5] == int(solvers.RESULTS.nonfinite_input)
     assert references["powerflow"]["result"][7] == int(solvers.RESULTS.nonfinite_input)
 

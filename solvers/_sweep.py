@@ -159,7 +159,7 @@ class _Meter:
         self.total, self.done, self.first = total, None, 0
         self.lead = jax.process_index() == 0
         show = sys.stderr.isatty() if progress is None else progress
-        self.bar = None
+        self.bar, self.given = None, progress
         if self.lead and hasattr(progress, "update"):
             self.bar = progress
         elif self.lead and show:
@@ -183,5 +183,6 @@ class _Meter:
                      self.total, 100.0 * done / self.total, rate, left)
 
     def close(self) -> None:
-        if self.bar is not None and hasattr(self.bar, "close"):
+        """Close the bar made here (a meter passed in stays open: it is the caller's)."""
+        if self.bar is not None and self.bar is not self.given:
             self.bar.close()

@@ -205,6 +205,20 @@ def grids(quick: bool, out: Path) -> Section:
     return section
 
 
+def distributed(quick: bool, out: Path) -> Section:
+    from . import distributed_sweep
+
+    rows = distributed_sweep.run(10_000, (1, 2), repeats=2) if quick else distributed_sweep.run()
+    section = Section(
+        "distributed", "Sweeps over several processes: jax.distributed on one machine (issue 18)",
+        (distributed_sweep.__doc__ or "").split("\n\n", 1)[1].split("Run:")[0].strip()
+        + " Target: 2 processes on 2 cores approach 2x the single-thread run.",
+        rows, distributed_sweep.COLUMNS)
+    if quick:
+        section.notes.append("Quick mode: 10 000 members, 1 and 2 processes, 2 repeats.")
+    return section
+
+
 def _series(rows: list[dict], label, x: str, y: str, factor: float = 1.0) -> dict:
     """``{label(row): ([x], [y * factor])}`` over the rows that have a value for ``y``."""
     series: dict = {}
@@ -240,4 +254,4 @@ def transient(quick: bool, out: Path) -> Section:
 
 BENCHMARKS = {"dispatch": dispatch, "circuit": circuit, "scale": scale, "sparse": sparse_solve,
               "robustness": robustness, "transient": transient, "latency": latency,
-              "grids": grids}
+              "grids": grids, "distributed": distributed}

@@ -164,9 +164,16 @@ def grids_targets(section: Section) -> list[dict]:
     return out
 
 
+def distributed_targets(rows: list[dict]) -> list[dict]:
+    two = next((r for r in rows if r["processes"] == 2 and r["cores"] == 2), None)
+    return [_target(18, "2 processes on 2 cores >= 1.8x the single-thread sweep (10^6 members)",
+                    None if two is None else f"{two['speedup']:.3g}x",
+                    None if two is None or two["members"] < 10**6 else two["speedup"] >= 1.8)]
+
+
 CHECKS = {"dispatch": dispatch_targets, "circuit": circuit_targets, "scale": scale_targets,
           "robustness": robustness_targets, "sparse": sparse_targets, "latency": latency_targets,
-          "grids": grids_targets}
+          "grids": grids_targets, "distributed": distributed_targets}
 
 
 def summary(sections: list[Section]) -> list[dict]:

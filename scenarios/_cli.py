@@ -6,6 +6,8 @@ error (one line on stderr, no traceback).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import math
 import os
@@ -55,6 +57,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--flat-start", action="store_true",
                      help="powerflow: start from Vm = 1, Va = the slack angle instead of the "
                      "case file's voltages (other starts are tried if Newton fails)")
+    run.add_argument("--distributed", action="store_true",
+                     help="one of several processes (jax.distributed, set up from "
+                     "SIMGRAPH_COORDINATOR, SIMGRAPH_NUM_PROCESSES, SIMGRAPH_PROCESS_ID): the "
+                     "--sweep is split over all of them; process 0 prints and writes files")
     demo = sub.add_parser("demo", help="a short tour of every scenario on its shipped example")
     demo.add_argument("--out", metavar="DIR", help="where to write the plots (default: a new "
                       "temporary directory)")
@@ -226,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         _compilation_cache(not args.no_compile_cache)
         if args.command == "list":
             return cmd_list()
+        if args.command == "run" and args.distributed:
+            return _distributed(cmd_run, args)
         return cmd_run(args) if args.command == "run" else cmd_demo(args)
     except (UsageError, FormatError, GraphError, ScenarioUnavailable, ValueError, OSError) as err:
         print(f"error: {_one_line(err)}", file=sys.stderr)
@@ -247,6 +255,14 @@ def _compilation_cache(enabled: bool) -> None:
         solvers.enable_compilation_cache(value or None)
     except (OSError, ValueError) as err:
         print(f"warning: no compilation cache: {_one_line(err)}", file=sys.stderr)
+def _distributed(command, args) -> int:
+    """Run ``command`` as one process of a jax.distributed run; only process 0 prints."""
+    import solvers
+    if solvers.initialize_distributed()[0] == 0:
+        return command(args)
+    args.json = args.plot = None
+    with contextlib.redirect_stdout(io.StringIO()):
+        return command(args)
 
 
 def _one_line(err) -> str:

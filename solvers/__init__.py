@@ -43,6 +43,9 @@ from ._system import System
 from ._integrator import TRANSIENT_RESULTS, Integrator
 from ._simulate import TransientSolution, simulate, simulate_batch
 from ._storage import Clock
+from ._distributed import initialize_distributed
+from ._sweep import process_members
+from ._sweep_store import SweepMismatchError
 
 __all__ = [
     "AbstractLinearSolver",
@@ -73,6 +76,8 @@ __all__ = [
     "StructurallySingularError",
     "default_method",
     "enable_compilation_cache",
+    "initialize_distributed",
+    "process_members",
     "ModelError",
     "Solution",
     "SolveError",
@@ -82,6 +87,7 @@ __all__ = [
     "SparsityError",
     "SparsityPattern",
     "SparseLU",
+    "SweepMismatchError",
     "System",
     "TRANSIENT_RESULTS",
     "TransientSolution",

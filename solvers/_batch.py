@@ -168,6 +168,10 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
                          "least one member.")
     if not is_concrete((x0, params)):
         sol = _solve_batched(problem, method, x0_axis, axes, 0, x0, params)
+    elif jax.process_count() > 1:  # several processes: split over all (solvers._sweep)
+        from ._sweep import sweep_flat
+        sol = sweep_flat(problem, method, x0, params, params_axes, chunk_size=chunk_size,
+                         results_dir=None, fingerprint={}, gather=True, progress=progress)[0]
     else:
         sol = _chunked(problem, method, x0_axis, axes, x0, params, size, chunk_size, progress)
     return raise_if_failed_anywhere(sol) if throw else sol
@@ -209,10 +213,7 @@ def _chunked(problem, method, x0_axis, axes, x0, params, size, chunk_size, progr
     chunk = max(1, min(int(chunk_size), size))
     chunk = -(-chunk // n_dev) * n_dev
     block = block_size(problem, method, x0, params, axes) if n_dev == 1 else 0
-    if block and chunk > block:  # equal blocks of at most `block` members, little padding
-        n_blocks = -(-chunk // block)
-        block = -(-chunk // n_blocks)
-        chunk = n_blocks * block
+    chunk, block = fit_blocks(chunk, block)
     starts = list(range(0, size, chunk))
     place = _placer(axes, n_dev)
     show = sys.stderr.isatty() if progress is None else progress
@@ -232,9 +233,19 @@ def _chunked(problem, method, x0_axis, axes, x0, params, size, chunk_size, progr
     return jax.tree_util.tree_map(lambda *a: jnp.asarray(np.concatenate(a)), *parts)
 
 
-def _progress(total):
+def fit_blocks(rows: int, block: int) -> tuple[int, int]:
+    """``(rows, block)`` with rows split into equal blocks of at most ``block`` members
+    (little padding); ``block`` 0 or >= rows: one block."""
+    if block and rows > block:
+        n_blocks = -(-rows // block)
+        block = -(-rows // n_blocks)
+        rows = n_blocks * block
+    return rows, block
+
+
+def _progress(total, desc="solve chunks", unit="chunk"):
     try:
         from tqdm.auto import tqdm
     except ImportError:  # the optional "progress" extra is not installed: stay quiet
         return None
-    return tqdm(total=total, desc="solve chunks", unit="chunk", file=sys.stderr)
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr)

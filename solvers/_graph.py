@@ -21,12 +21,13 @@ from ._batch import solve_flat_batch
 from ._bind import bind_linear_solvers
 from ._concrete import is_concrete, is_traced, staging
 from ._frame import solution_frame
-from ._method import AbstractRootMethod
+from ._method import AbstractRootMethod, FlatProblem
 from ._polyalgorithm import Default
 from ._result import RESULTS
 from ._solution import FlatSolution, SolveError
 from ._solve import raise_if_failed_anywhere, solve_flat
 from ._staging import member_starts, member_values, run_staged
+from ._sweep import is_sweep, sweep_fingerprint, sweep_flat
 from ._system import System
 
 
@@ -199,7 +200,8 @@ def solve(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
 
 def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[AbstractRootMethod] = None, *,
                 evaluation: str = "auto", x0: Any = None, chunk_size: Optional[int] = None,
-                progress: Optional[bool] = None, throw: bool = False) -> Solution:
+                progress: Any = None, throw: bool = False, results_dir: Any = None,
+                gather: bool = True) -> Solution:
     """Solve once per batch member; ``values`` maps keys to arrays whose leading axis is the
     batch. A key is a key path as ``jax.tree_util.keystr`` prints it (``".source.voltage"``
     or ``"source.voltage"``, ``".vsources['V1'].value"``), ``"Class.field"`` (that field of
@@ -211,6 +213,12 @@ def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[Abstract
     Only the swept parameters are batched; large batches run in chunks with a progress bar
     on a terminal, split over all devices.
     ``x0``: a start of shape (n,) or (B, n) (default: the graph's unknowns).
+
+    Sweeps (see the guide's "Several hosts"): started as several JAX processes
+    (`initialize_distributed`) the batch is split over all their devices; ``results_dir``
+    writes each finished chunk there and a restart skips them; ``gather=False`` keeps on
+    each process only its own members (`process_members`). ``progress`` may be a meter
+    object with ``update(n)`` (counts members, on process 0 only).
     """
     system = _lowered(graph, solver, evaluation)
     keys, batched = _sweep_values(system, values)
@@ -218,6 +226,12 @@ def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[Abstract
     method = _method(system, solver, int(batched[0].shape[0]))
     step_limit = _StepLimit(system._s, keys) if system.has_step_limit else None
     kwargs = {} if chunk_size is None else {"chunk_size": chunk_size}
+    if _eager((start, batched)) and is_sweep(results_dir, gather):
+        return _sweep(system, keys, batched, start, method, step_limit, chunk_size, throw,
+                      dict(results_dir=results_dir, gather=gather, progress=progress))
+    if results_dir is not None or not gather:
+        raise ValueError("results_dir and gather=False need concrete values: call "
+                         "solve_batch outside jit/vmap/grad.")
 
     def attempt(stage, members):
         xs = start if members is None else member_starts(start, members)
@@ -236,6 +250,17 @@ def _lowered(graph: Any, solver: Optional[AbstractRootMethod], evaluation: str) 
         return graph
     square = not getattr(solver, "least_squares", False)
     return System.build(graph, evaluation=evaluation, square=square)
+
+
+def _sweep(system, keys, batched, start, method, step_limit, chunk_size, throw, options):
+    """`solve_batch` as a chunked sweep (several processes, a results directory)."""
+    problem = FlatProblem(_Residual(system._s, keys), step_limit)
+    fingerprint = sweep_fingerprint(system, keys, batched, start, method)
+    flat, members = sweep_flat(problem, method, start, (system.params, batched), (None, 0),
+                               chunk_size=chunk_size, fingerprint=fingerprint,
+                               about={"parameters": [str(k.key) for k in keys]}, **options)
+    swept = batched if members is None else tuple(v[members.start:members.stop] for v in batched)
+    return _checked(Solution(flat, system, swept, keys), throw)
 
 
 def _eager(tree: Any) -> bool:

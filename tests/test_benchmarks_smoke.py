@@ -12,7 +12,8 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SECTIONS = ("dispatch", "circuit", "scale", "sparse", "robustness", "latency", "grids")
+SECTIONS = ("dispatch", "circuit", "scale", "sparse", "robustness", "latency", "grids",
+            "distributed")
 OPTIONAL = {"sparse", "grids"}  # "Not measured" without its module or without ../shared
 
 

@@ -1,0 +1,158 @@
+"""Sweeps in one process: results directories (resume, fingerprint refusal), per-process
+results, progress meters, the jax.distributed helper's checks and the member split."""
+
+import json
+import logging
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import simgraph as sg
+import solvers
+
+FIELDS = ("x", "result", "converged", "iterations", "num_fev", "num_jev", "residual_norm")
+
+
+class Cubic(sg.ReffableTreeNode):
+    c: float
+    x: float = sg.unknown(default=1.0)
+
+    def residual(self):
+        return self.x ** 3 - self.c
+
+
+def graph():
+    return sg.Bundle(Cubic(jnp.asarray(2.0)), Cubic(jnp.asarray(3.0)))
+
+
+VALUES = np.linspace(-8.0, 27.0, 11)
+VALUES[4] = np.nan
+NEWTON = solvers.Newton(max_steps=30)
+
+
+class Meter:
+    def __init__(self):
+        self.counts = []
+
+    def update(self, n):
+        self.counts.append(n)
+
+
+def sweep(path, values=VALUES, solver=NEWTON, chunk=3, **kw):
+    return solvers.solve_batch(graph(), {"items[0].c": values}, solver, chunk_size=chunk,
+                               results_dir=path, **kw)
+
+
+def same(a, b):
+    for f in FIELDS:
+        np.testing.assert_array_equal(np.asarray(getattr(a.flat, f)),
+                                      np.asarray(getattr(b.flat, f)), err_msg=f)
+
+
+def test_results_directory_holds_chunks_and_a_restart_skips_them(tmp_path, caplog):
+    plain = solvers.solve_batch(graph(), {"items[0].c": VALUES}, NEWTON, chunk_size=3)
+    meter = Meter()
+    first = sweep(tmp_path, progress=meter)
+    same(first, plain)
+    assert sum(meter.counts) == len(VALUES)
+    assert int(first.result[4]) == int(solvers.RESULTS.nonfinite_input)
+    assert bool(first.converged[np.arange(11) != 4].all())
+    chunks = sorted(tmp_path.glob("chunk-*.npz"))
+    assert len(chunks) == 4
+    with np.load(chunks[1]) as saved:
+        np.testing.assert_array_equal(saved["result"], np.asarray(plain.result[3:6]))
+        np.testing.assert_array_equal(saved["iterations"], np.asarray(plain.iterations[3:6]))
+        assert np.isnan(saved["param_0"][1]) and saved["param_0"][0] == VALUES[3]
+    chunks[2].unlink()  # as if the sweep was killed while solving this chunk
+    with caplog.at_level(logging.INFO, logger="solvers.sweep"):
+        again = sweep(tmp_path)
+    same(again, plain)
+    assert "skipped 3 finished chunk(s) of 4" in caplog.text and "(chunks 0, 1, 3)" in caplog.text
+    np.testing.assert_array_equal(again.params["Cubic"]["c"][:, 0], VALUES)
+
+
+@pytest.mark.parametrize("change, part", [
+    (dict(values=VALUES + 1.0), "swept parameters"),
+    (dict(solver=solvers.Newton(max_steps=31)), "solver"),
+    (dict(chunk=4), "chunk_size"),
+    (dict(values=VALUES[:10]), "size"),
+])
+def test_a_results_directory_of_another_sweep_is_refused(tmp_path, change, part):
+    sweep(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(solvers.SweepMismatchError) as err:
+        sweep(tmp_path, **change)
+    assert part in str(err.value) and str(tmp_path) in str(err.value)
+    assert "new (or empty) results directory" in str(err.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_unreadable_manifest_is_refused(tmp_path):
+    (tmp_path / "manifest.json").write_text("{not json")
+    with pytest.raises(solvers.SweepMismatchError, match="manifest"):
+        sweep(tmp_path)
+    file = tmp_path / "file"
+    file.write_text("")
+    with pytest.raises(solvers.SweepMismatchError, match="is a file"):
+        sweep(file)
+
+
+def test_manifest_says_what_the_sweep_is(tmp_path):
+    sweep(tmp_path)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["size"] == 11 and manifest["chunk_size"] == 3
+    assert set(manifest["fingerprint"]) == {"structure", "base parameters", "swept parameters",
+                                            "start", "solver"}
+    assert manifest["about"] == {"parameters": ["items[0].c"]}
+
+
+def test_per_process_results_in_one_process_are_all_members():
+    mine = solvers.solve_batch(graph(), {"items[0].c": VALUES}, NEWTON, chunk_size=3,
+                               gather=False)
+    assert solvers.process_members(11, 3) == range(11)
+    ok = np.arange(11) != 4
+    np.testing.assert_allclose(np.asarray(mine.x[ok, 0]), np.cbrt(VALUES[ok]), rtol=1e-10)
+    assert int(mine.result[4]) == int(solvers.RESULTS.nonfinite_input)
+
+
+@settings(max_examples=60, deadline=None)
+@given(size=st.integers(1, 500), chunk=st.integers(1, 64), processes=st.integers(1, 9))
+def test_processes_own_contiguous_runs_of_chunks_covering_the_batch(size, chunk, processes):
+    ranges = [solvers.process_members(size, chunk, p, processes) for p in range(processes)]
+    assert [i for r in ranges for i in r] == list(range(size))
+    starts = [r.start for r in ranges if r]
+    assert all(s % min(chunk, size) == 0 for s in starts)
+    counts = [len(r) for r in ranges]
+    assert max(counts) - min(counts) <= min(chunk, size)
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"SIMGRAPH_COORDINATOR": "localhost"}, "must be HOST:PORT"),
+    ({"SIMGRAPH_COORDINATOR": "127.0.0.1:1234"}, "needs the process count"),
+    ({"SIMGRAPH_COORDINATOR": "127.0.0.1:1234", "SIMGRAPH_NUM_PROCESSES": "two",
+      "SIMGRAPH_PROCESS_ID": "0"}, "SIMGRAPH_NUM_PROCESSES"),
+    ({"SIMGRAPH_COORDINATOR": "127.0.0.1:1234", "SIMGRAPH_NUM_PROCESSES": "2",
+      "SIMGRAPH_PROCESS_ID": "2"}, "outside 0..1"),
+])
+def test_initialize_distributed_checks_its_settings_first(monkeypatch, env, message):
+    """Bad settings raise naming the variable, before jax.distributed is started."""
+    for name in ("SIMGRAPH_COORDINATOR", "SIMGRAPH_NUM_PROCESSES", "SIMGRAPH_PROCESS_ID"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=message):
+        solvers.initialize_distributed()
+
+
+def test_sweep_options_inside_a_transform_are_refused(tmp_path):
+    import jax
+
+    def swept(values):
+        return solvers.solve_batch(graph(), {"items[0].c": values}, NEWTON,
+                                   results_dir=tmp_path).x
+
+    with pytest.raises(ValueError, match="outside jit"):
+        jax.jit(swept)(jnp.asarray(VALUES))
+    assert not any(tmp_path.iterdir())

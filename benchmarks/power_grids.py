@@ -25,9 +25,12 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-#: ``../shared`` next to the checkout (a worktree one level deeper finds it one level up).
-SHARED = next((p / "shared" / "validation" / "acpf-large" for p in ROOT.parents[:2]
-               if (p / "shared").is_dir()), ROOT.parent / "shared" / "validation" / "acpf-large")
+#: ``../shared`` next to the checkout (a worktree one level deeper finds it one level up), or
+#: the folder named by ``SIMGRAPH_ACPF_LARGE`` (the benchmark smoke test names none: the
+#: large cases take minutes).
+SHARED = Path(os.environ["SIMGRAPH_ACPF_LARGE"]) if "SIMGRAPH_ACPF_LARGE" in os.environ else next(
+    (p / "shared" / "validation" / "acpf-large" for p in ROOT.parents[:2] if (p / "shared").is_dir()),
+    ROOT.parent / "shared" / "validation" / "acpf-large")
 CASES = ("case2869pegase", "case_ACTIVSg2000", "case9241pegase", "case_ACTIVSg10k",
          "case_ACTIVSg25k")
 #: Seconds recorded in acpf-large/README.md ("Peer timings used by pf_scale_check.py"): one

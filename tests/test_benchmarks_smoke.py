@@ -12,8 +12,8 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SECTIONS = ("dispatch", "circuit", "scale", "sparse", "robustness", "latency", "grids",
-            "distributed")
+SECTIONS = ("dispatch", "circuit", "scale", "sparse", "robustness", "transient", "latency",
+            "grids", "distributed")
 OPTIONAL = {"sparse", "grids"}  # "Not measured" without its module or without ../shared
 
 
@@ -26,7 +26,8 @@ def report(tmp_path_factory):
         [sys.executable, "-m", "benchmarks", "--quick", "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "MPLBACKEND": "Agg",
-             "JAX_PLATFORMS": "cpu", "HOME": str(out)},
+             "JAX_PLATFORMS": "cpu", "HOME": str(out),
+             "SIMGRAPH_ACPF_LARGE": str(out / "no-large-cases")},
     )
     assert proc.returncode == 0, f"benchmarks --quick failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     after = docs_file.stat().st_mtime_ns if docs_file.exists() else None

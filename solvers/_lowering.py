@@ -29,15 +29,15 @@ def as_output(value, cls: type, method: str):
         ) from None
 
 
-def _pairs(items, cls):
+def _pairs(items, cls, method: str = "contributions"):
     try:
         pairs = [tuple(p) for p in items]
     except TypeError:
         pairs = None
     if pairs is None or any(len(p) != 2 for p in pairs):
         raise MethodError(
-            f"{cls.__name__}.contributions() must return a sequence of (node, array) pairs, got "
-            f"{type(items).__name__}: e.g. `return ((self.a, i), (self.b, -i))`."
+            f"{cls.__name__}.{method}() must return a sequence of (node, array) pairs, got "
+            f"{type(items).__name__}: e.g. `return ((self.a, x), (self.b, -x))`."
         )
     return pairs
 

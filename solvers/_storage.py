@@ -36,7 +36,7 @@ def charge_fn(an, group, record: dict):
     def fn(data):
         views = _groups.make_views(an, group, data)
         outs, targets = [], []
-        for i, (node, term) in enumerate(_pairs(views[0].charge(), kind.cls)):
+        for i, (node, term) in enumerate(_lowering._pairs(views[0].charge(), kind.cls, "charge")):
             j = next((group.slots[j].alias for j in direct if views[j] is node), None)
             if j is None:
                 raise ContributionError(
@@ -48,17 +48,6 @@ def charge_fn(an, group, record: dict):
         return outs
 
     return fn
-
-
-def _pairs(items, cls):
-    try:
-        pairs = [tuple(p) for p in items]
-    except TypeError:
-        pairs = None
-    if pairs is None or any(len(p) != 2 for p in pairs):
-        raise MethodError(f"{cls.__name__}.charge() must return a sequence of (node, array) "
-                          "pairs, e.g. `return ((self.a, q), (self.b, -q))`.")
-    return pairs
 
 
 def _probe_charge(an, group):

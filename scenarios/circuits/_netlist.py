@@ -29,45 +29,32 @@ _TOKEN_OK = re.compile(r"[^\s()=,;$]+")
 
 
 @dataclass(frozen=True)
-class Resistor:
+class _TwoTerminal:
+    """An element between nodes ``n1`` and ``n2`` with one value (R, C or L)."""
+
+    name: str
+    n1: str
+    n2: str
+    value: float
+
+    @property
+    def nodes(self) -> tuple[str, str]:
+        return (self.n1, self.n2)
+
+
+@dataclass(frozen=True)
+class Resistor(_TwoTerminal):
     """``Rname n1 n2 value``: current ``(V(n1) - V(n2)) / value`` flows from n1 to n2."""
 
-    name: str
-    n1: str
-    n2: str
-    value: float
-
-    @property
-    def nodes(self) -> tuple[str, str]:
-        return (self.n1, self.n2)
-
 
 @dataclass(frozen=True)
-class Capacitor:
+class Capacitor(_TwoTerminal):
     """``Cname n1 n2 value``: charge ``value (V(n1) - V(n2))`` (F)."""
 
-    name: str
-    n1: str
-    n2: str
-    value: float
-
-    @property
-    def nodes(self) -> tuple[str, str]:
-        return (self.n1, self.n2)
-
 
 @dataclass(frozen=True)
-class Inductor:
+class Inductor(_TwoTerminal):
     """``Lname n1 n2 value``: ``V(n1) - V(n2) = value di/dt``, i from n1 through L to n2 (H)."""
-
-    name: str
-    n1: str
-    n2: str
-    value: float
-
-    @property
-    def nodes(self) -> tuple[str, str]:
-        return (self.n1, self.n2)
 
 
 #: Waveform functions and how many parameters each takes at most (ngspice-39).

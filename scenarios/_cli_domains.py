@@ -108,7 +108,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              DATA / "equations" / "shared_slopes.json", "m=1:4:31 (a slope) or e1=0:10:11",
              None),
     Scenario("circuit", "scenarios.circuits",
-             "nonlinear DC circuits from SPICE netlists (R, D, V, I; .op and .dc)",
+             "nonlinear circuits from SPICE netlists (R, C, L, D, V, I; .op, .dc and .tran)",
              DATA / "circuits" / "ladder_rd_5.cir", "V1=0:9:46 (a source: I-V curve)",
              "V1=0:9.157:46"),
     Scenario("water", "scenarios.water",

@@ -110,15 +110,21 @@ def probe(an, group) -> int | None:
             group.has_step = True
     except _groups.NeedHop as need:
         return need.slot
-    except ModelError as err:
-        raise type(err)(f"{_kinds.node_path(an, int(group.slots[0].nodes[0]))}: {err}") from None
     except Exception as err:
-        where = _kinds.node_path(an, int(group.slots[0].nodes[0]))
-        raise MethodError(
-            f"{kind.cls.__name__}.{record['method']}() failed for {where} (and {group.count - 1} "
-            f"similar nodes) when traced with abstract values: {type(err).__name__}: {err}"
-        ) from err
+        raise traced_error(an, group, record["method"], err) from err
     return None
+
+
+def traced_error(an, group, method: str, err: Exception) -> Exception:
+    """The error to raise when tracing ``method`` of a group's kind failed: our model errors
+    prefixed with the first node's key path, anything else as a `MethodError` naming it."""
+    where = _kinds.node_path(an, int(group.slots[0].nodes[0]))
+    if isinstance(err, ModelError):
+        return type(err)(f"{where}: {err}")
+    return MethodError(
+        f"{an.kinds[group.kind].cls.__name__}.{method}() failed for {where} (and "
+        f"{group.count - 1} similar nodes) when traced with abstract values: "
+        f"{type(err).__name__}: {err}")
 
 
 def plan(an, methods: tuple = _groups.METHODS, probe_fn=None) -> list:

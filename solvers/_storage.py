@@ -16,8 +16,8 @@ import numpy as np
 
 import simgraph as sg
 
-from . import _groups, _kinds, _lowering, _pattern
-from ._model_errors import ContributionError, LoweringError, MethodError, ModelError
+from . import _groups, _lowering, _pattern
+from ._model_errors import ContributionError, LoweringError, MethodError
 
 
 class Clock(sg.ReffableTreeNode):
@@ -51,17 +51,13 @@ def charge_fn(an, group, record: dict):
 
 
 def _probe_charge(an, group):
-    kind, record = an.kinds[group.kind], {}
+    record = {}
     try:
         outs = jax.eval_shape(jax.vmap(charge_fn(an, group, record)), _groups.abstract_data(an, group))
     except _groups.NeedHop as need:
         return need.slot
-    except ModelError as err:
-        raise type(err)(f"{_kinds.node_path(an, int(group.slots[0].nodes[0]))}: {err}") from None
     except Exception as err:
-        where = _kinds.node_path(an, int(group.slots[0].nodes[0]))
-        raise MethodError(f"{kind.cls.__name__}.charge() failed for {where} when traced with "
-                          f"abstract values: {type(err).__name__}: {err}") from err
+        raise _lowering.traced_error(an, group, "charge", err) from err
     group.out_dtypes = tuple(np.dtype(o.dtype) for o in outs)
     group.con_targets, group.con_shapes = record["targets"], tuple(tuple(o.shape[1:]) for o in outs)
     group.res_shape, group.has_step = None, False

@@ -32,7 +32,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 import solvers
-from solvers._sparsity import sparse_jacobian
+from solvers.linear._sparsity import sparse_jacobian
 
 #: Both sides stop at max|F| <= TOL (SciPy's ``f_tol``; our default method's ``atol``).
 TOL = 1e-10

@@ -48,7 +48,7 @@ V_RANGE = (0.5, 5.0)
 #: ladder nodes, whose conductance is near GMIN at low source voltage, ~1e-5 V off.
 ATOL, RTOL = 1e-14, 1e-12
 #: Members per chunk of ``solve_batch`` (None: its default). Memory no longer needs a small
-#: chunk: on CPU each chunk runs in cache-sized blocks of members (``solvers._batch``).
+#: chunk: on CPU each chunk runs in cache-sized blocks of members (``solvers.batch._batch``).
 CHUNK = None
 
 

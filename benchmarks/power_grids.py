@@ -125,8 +125,8 @@ def factor_fill(model, result) -> tuple[str, float | None, float | None]:
     import scipy.sparse as sp
 
     import solvers
-    from solvers._host_lu import factor
-    from solvers._sparsity import sparse_jacobian
+    from solvers.linear._host_lu import factor
+    from solvers.linear._sparsity import sparse_jacobian
 
     system = result.solved.system
     linear = getattr(solvers.default_method(system), "linear_solver", None)

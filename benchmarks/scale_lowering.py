@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import simgraph as sg
-from solvers._system import System
+from solvers.lowering._system import System
 
 from . import _scale_peers
 from ._timing import block, median_time

@@ -21,11 +21,11 @@ import time
 import jax
 import jax.numpy as jnp
 
-from solvers._sparse import SparseHostLU, SparseLU
-from solvers._sparse_auto import SparseAuto
-from solvers._sparse_krylov import SparseKrylov
-from solvers._sparse_plan import build_plan
-from solvers._sparsity import SparsityPattern
+from solvers.linear._sparse import SparseHostLU, SparseLU
+from solvers.linear._sparse_auto import SparseAuto
+from solvers.linear._sparse_krylov import SparseKrylov
+from solvers.linear._sparse_plan import build_plan
+from solvers.linear._sparsity import SparsityPattern
 
 from .sparse_problems import diode_grid, diode_ladder
 

@@ -7,24 +7,28 @@ through a linear solver (``DenseLU``, ``GMRES``, ``BiCGStab``, a sparse back end
 code per member.
 """
 
-from ._batch import solve_flat_batch
 from ._compile_cache import enable_compilation_cache
-from ._dense import DenseLU
-from ._homotopy import Homotopy
-from ._jaxopt_backend import JaxoptBroyden, JaxoptGaussNewton, JaxoptLevenbergMarquardt
-from ._krylov import GMRES, BiCGStab
-from ._levenberg_marquardt import LevenbergMarquardt
-from ._linear import AbstractLinearSolver, LinearSolution
-from ._method import AbstractRootMethod, FlatProblem
-from ._newton import Newton
-from ._polyalgorithm import Default
-from ._result import RESULTS
-from ._solution import FlatSolution, SolveError
-from ._solve import solve_flat
-from ._trust_region import TrustRegion
-
 from ._graph import Solution, default_method, solve, solve_batch
-from ._model_errors import (
+from ._result import RESULTS
+from ._simulate import TransientSolution, simulate, simulate_batch
+from .batch import SweepMismatchError, initialize_distributed, process_members, solve_flat_batch
+from .linear import (
+    AbstractLinearSolver,
+    AutoLinearSolver,
+    BandedLU,
+    BiCGStab,
+    DenseLU,
+    GMRES,
+    LinearSolution,
+    SparseAuto,
+    SparseHostLU,
+    SparseKrylov,
+    SparseLU,
+    SparsityError,
+    SparsityPattern,
+)
+from .lowering import (
+    Clock,
     ContributionError,
     EquationCountError,
     LoweringError,
@@ -32,20 +36,24 @@ from ._model_errors import (
     ModelError,
     SingularComponentError,
     StructurallySingularError,
+    System,
 )
-from ._auto import AutoLinearSolver
-from ._banded import BandedLU
-from ._sparse import SparseHostLU, SparseLU
-from ._sparse_auto import SparseAuto
-from ._sparse_krylov import SparseKrylov
-from ._sparsity import SparsityError, SparsityPattern
-from ._system import System
-from ._integrator import TRANSIENT_RESULTS, Integrator
-from ._simulate import TransientSolution, simulate, simulate_batch
-from ._storage import Clock
-from ._distributed import initialize_distributed
-from ._sweep import process_members
-from ._sweep_store import SweepMismatchError
+from .roots import (
+    AbstractRootMethod,
+    Default,
+    FlatProblem,
+    FlatSolution,
+    Homotopy,
+    JaxoptBroyden,
+    JaxoptGaussNewton,
+    JaxoptLevenbergMarquardt,
+    LevenbergMarquardt,
+    Newton,
+    SolveError,
+    TrustRegion,
+    solve_flat,
+)
+from .transient import TRANSIENT_RESULTS, Integrator
 
 __all__ = [
     "AbstractLinearSolver",

@@ -16,19 +16,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._auto import AutoLinearSolver
-from ._batch import solve_flat_batch
-from ._bind import bind_linear_solvers
+from .linear._auto import AutoLinearSolver
+from .batch._batch import solve_flat_batch
+from .linear._bind import bind_linear_solvers
 from ._concrete import is_concrete, is_traced, staging
 from ._frame import solution_frame
-from ._method import AbstractRootMethod, FlatProblem
-from ._polyalgorithm import Default
+from .roots._method import AbstractRootMethod, FlatProblem
+from .roots._polyalgorithm import Default
 from ._result import RESULTS
-from ._solution import FlatSolution, SolveError
-from ._solve import raise_if_failed_anywhere, solve_flat
-from ._staging import member_starts, member_values, run_staged
-from ._sweep import is_sweep, sweep_fingerprint, sweep_flat
-from ._system import System
+from .roots._solution import FlatSolution, SolveError
+from .roots._solve import raise_if_failed_anywhere, solve_flat
+from .roots._staging import member_starts, member_values, run_staged
+from .batch._sweep import is_sweep, sweep_fingerprint, sweep_flat
+from .lowering._system import System
 
 
 class _Residual:

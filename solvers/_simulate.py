@@ -18,14 +18,18 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import _graph, _storage, _transient
-from ._auto import AutoLinearSolver
+from . import _graph
+
+from .lowering import _storage
+
+from .transient import _transient
+from .linear._auto import AutoLinearSolver
 from ._concrete import is_concrete
-from ._integrator import TRANSIENT_RESULTS, Integrator
-from ._method import FlatProblem
-from ._newton import Newton
-from ._sparsity import SparsityPattern
-from ._system import System
+from .transient._integrator import TRANSIENT_RESULTS, Integrator
+from .roots._method import FlatProblem
+from .roots._newton import Newton
+from .linear._sparsity import SparsityPattern
+from .lowering._system import System
 
 INITIAL = ("dc", "given")
 

@@ -8,9 +8,9 @@ from hypothesis import given, settings, strategies as st
 
 import solvers
 from solvers import BandedLU, SparseLU, SparsityPattern
-from solvers._banded import band_order, bandwidths
-from solvers._sparse import SparseOperator
-from solvers._sparse_auto import SparseAuto
+from solvers.linear._banded import band_order, bandwidths
+from solvers.linear._sparse import SparseOperator
+from solvers.linear._sparse_auto import SparseAuto
 from sparse_cases import linear_fn
 
 

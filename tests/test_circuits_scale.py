@@ -56,7 +56,7 @@ def test_default_solver_is_the_library_choice_at_circuit_tolerances():
 
 
 def test_host_ordering_is_colamd_for_unsymmetric_patterns():
-    from solvers._auto import host_ordering
+    from solvers.linear._auto import host_ordering
 
     assert host_ordering([0, 1, 1, 2], [0, 0, 1, 2]) == "COLAMD"  # lower triangle only
     assert host_ordering([0, 0, 1, 1], [0, 1, 0, 1]) == "MMD_AT_PLUS_A"

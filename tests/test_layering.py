@@ -77,12 +77,12 @@ def test_the_checker_finds_upward_and_private_imports():
         ("scenarios.circuits", "solvers must not import scenarios")}
     assert ("benchmarks", "scenarios must not import benchmarks") in violations(
         "def f():\n    import benchmarks\n", "scenarios.circuits._run")
-    assert violations("from solvers._sparse import SparseLU", "scenarios.water._x") == {
-        ("solvers._sparse", "scenarios uses solvers's private module")}
+    assert violations("from solvers.linear._sparse import SparseLU", "scenarios.water._x") == {
+        ("solvers.linear._sparse", "scenarios uses solvers's private module")}
     assert violations("from simgraph import _walk", "solvers._x") == {
         ("simgraph._walk", "solvers uses simgraph's private module")}
     assert not violations("from ..solvers import solve", "scenarios.water._x")  # scenarios.solvers
-    assert not violations("from solvers._sparse import SparseLU", "benchmarks.x")
+    assert not violations("from solvers.linear._sparse import SparseLU", "benchmarks.x")
     assert not violations("import solvers\nfrom simgraph import ReffableTreeNode", "scenarios._x")
 
 
@@ -171,3 +171,55 @@ def test_no_jax_internals_and_tracer_checks_in_one_place():
             tracer.append(rel)
     assert not private, f"these import JAX internals (jax._src): {private}"
     assert not tracer, f"ask solvers._concrete (or catch jax.errors) instead: {tracer}"
+
+
+#: The pipeline inside solvers, lowest first: a module may import its own stage and the
+#: stages below it, never one beside or above it. Base modules are the shared vocabulary
+#: (result codes, the concrete-or-traced question); the entry modules tie the stages together
+#: (``simulate`` starts from ``solve``'s operating point).
+SOLVER_STAGES = {
+    "solvers._result": 0, "solvers._concrete": 0, "solvers._compile_cache": 0,
+    "solvers.linear": 1,
+    "solvers.roots": 2, "solvers.lowering": 2,
+    "solvers.transient": 3, "solvers.batch": 3, "solvers._frame": 3,
+    "solvers._graph": 4, "solvers._simulate": 5, "solvers": 6,
+}
+
+
+def solver_stage(name: str) -> str | None:
+    """The stage a solvers module belongs to (its longest prefix in ``SOLVER_STAGES``)."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        if ".".join(parts[:cut]) in SOLVER_STAGES:
+            return ".".join(parts[:cut])
+    return None
+
+
+def pipeline_violations(source: str, module: str, is_package: bool = False) -> set[str]:
+    own = solver_stage(module)
+    out = set()
+    for name in imports(source, module, is_package):
+        other = solver_stage(name) if name.startswith("solvers.") else None
+        if other is None or other == own or own is None:
+            continue
+        if SOLVER_STAGES[other] >= SOLVER_STAGES[own]:
+            out.add(f"{module} imports {name}: {other} is not below {own}")
+    return out
+
+
+def test_the_pipeline_checker_finds_sideways_and_upward_imports():
+    assert pipeline_violations("from ..lowering._system import System", "solvers.roots._x")
+    assert pipeline_violations("from .. import _graph", "solvers.linear._x")
+    assert pipeline_violations("from ..roots._method import FlatProblem", "solvers.linear._x")
+    assert not pipeline_violations("from ..linear._dense import DenseLU", "solvers.roots._x")
+    assert not pipeline_violations("from .._result import RESULTS", "solvers.linear._x")
+    assert not pipeline_violations("from ._newton import Newton", "solvers.roots._x")
+
+
+def test_solvers_stages_import_downward_only():
+    found = set()
+    for path in sorted((ROOT / "solvers").rglob("*.py")):
+        found |= pipeline_violations(path.read_text(), module_name(path),
+                                     path.name == "__init__.py")
+    assert solver_stage("solvers.lowering._system") == "solvers.lowering"
+    assert not found, "solvers pipeline violations:\n" + "\n".join(sorted(found))

@@ -85,7 +85,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp
 import solvers
-from solvers._batch import batch_devices
+from solvers.batch._batch import batch_devices
 p = {"a": jnp.linspace(0.5, 2.0, 10)[:, None], "b": jnp.linspace(-3.0, 3.0, 10)[:, None]}
 p["b"] = p["b"].at[3, 0].set(jnp.nan)
 fn = lambda x, q: x ** 3 + q["a"] * x - q["b"]
@@ -115,7 +115,7 @@ def test_sharded_over_four_devices_equals_one_device():
 
 
 def test_cache_sized_blocks_equal_one_vmap(monkeypatch):
-    from solvers import _batch
+    from solvers.batch import _batch
 
     monkeypatch.setattr(_batch, "BLOCK_BYTES", 1)  # the smallest blocks: MIN_BLOCK members
     _batch._block_for.cache_clear()
@@ -132,7 +132,7 @@ def test_cache_sized_blocks_equal_one_vmap(monkeypatch):
 
 
 def test_finished_members_do_not_backtrack():
-    from solvers._line_search import backtrack
+    from solvers.roots._line_search import backtrack
 
     def fn(x, p):
         return jnp.atleast_1d(jnp.arctan(x[0] - p))  # a full Newton step from far overshoots

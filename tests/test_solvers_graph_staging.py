@@ -11,7 +11,8 @@ import pytest
 
 import simgraph as sg
 import solvers
-from solvers import _graph, _staging
+from solvers import _graph
+from solvers.roots import _staging
 
 from compile_count import compilations
 

@@ -5,12 +5,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from solvers._sparse import SparseHostLU, SparseLU, SparseOperator
-from solvers._sparse_auto import SparseAuto
-from solvers._sparse_krylov import SparseKrylov
-from solvers._sparse_lu import factor, triangular_solve
-from solvers._sparse_plan import build_plan
-from solvers._sparsity import SparsityPattern
+from solvers.linear._sparse import SparseHostLU, SparseLU, SparseOperator
+from solvers.linear._sparse_auto import SparseAuto
+from solvers.linear._sparse_krylov import SparseKrylov
+from solvers.linear._sparse_lu import factor, triangular_solve
+from solvers.linear._sparse_plan import build_plan
+from solvers.linear._sparsity import SparsityPattern
 from sparse_cases import linear_fn, mna_matrix, pipe_network_matrix, random_matrix
 
 

@@ -6,9 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from solvers._sparse import SparseLU, SparseOperator
-from solvers._sparse_plan import MAX_STAGES, build_plan
-from solvers._sparsity import SparsityError, SparsityPattern, compressed_index
+from solvers.linear._sparse import SparseLU, SparseOperator
+from solvers.linear._sparse_plan import MAX_STAGES, build_plan
+from solvers.linear._sparsity import SparsityError, SparsityPattern, compressed_index
 from sparse_cases import linear_fn, mna_matrix, pipe_network_matrix, random_matrix
 
 CASES = {

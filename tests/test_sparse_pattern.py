@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from benchmarks.sparse_problems import diode_grid, diode_ladder, random_sparse_function
-from solvers._sparsity import (
+from solvers.linear._sparsity import (
     SparsityError, SparsityPattern, column_coloring, compressed_index, pattern_matvec,
     pattern_rmatvec, pattern_to_dense, sparse_jacobian,
 )

@@ -1,14 +1,14 @@
-"""The host LU's Schur-complement path (``solvers._schur``) and its reused ordering."""
+"""The host LU's Schur-complement path (``solvers.linear._schur``) and its reused ordering."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from solvers._auto import host_solver
-from solvers._schur import eliminated, schur_plan
-from solvers._sparse import SparseHostLU, SparseOperator
-from solvers._sparsity import SparsityError, SparsityPattern
+from solvers.linear._auto import host_solver
+from solvers.linear._schur import eliminated, schur_plan
+from solvers.linear._sparse import SparseHostLU, SparseOperator
+from solvers.linear._sparsity import SparsityError, SparsityPattern
 from sparse_cases import linear_fn, mna_matrix, pipe_network_matrix, random_matrix
 
 
@@ -128,7 +128,7 @@ def test_reused_symmetric_ordering_matches_dense_for_new_values(ordering):
 
 
 def test_nested_dissection_is_picked_for_large_symmetric_patterns(monkeypatch):
-    import solvers._auto as graph
+    import solvers.linear._auto as graph
 
     rows, cols, vals, dense = pipe_network_matrix(6, seed=2)
     n = dense.shape[0]
@@ -147,7 +147,7 @@ def test_unknown_orderings_are_rejected_with_the_choices():
 
 
 def test_well_posed_saddle_points_are_solved_without_the_whole_factorization(monkeypatch):
-    import solvers._schur as schur
+    import solvers.linear._schur as schur
 
     def whole(*args):
         raise AssertionError("fell back to factoring the whole matrix")

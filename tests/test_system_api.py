@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import simgraph as sg
-from solvers._model_errors import (
+from solvers.lowering._model_errors import (
     ContributionError, EquationCountError, MethodError, ModelError, SingularComponentError,
     StructurallySingularError,
 )
-from solvers._system import System
+from solvers.lowering._system import System
 from system_models import (
     Circuit, CurrentSource, Diode, Equation, Equations, GradientProvider, Ground, Node, Pair,
     Resistor, VoltageSource, resistor_chain,

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simgraph as sg
-from solvers._system import System
+from solvers.lowering._system import System
 from system_models import (
     VCCS, Circuit, Coupler, CurrentSource, Diode, Equation, Equations, GradientProvider, Ground,
     Node, Pair, Port, Resistor, Shunt, Star, VoltageSource, resistor_chain,
@@ -201,7 +201,7 @@ def test_auto_falls_back_to_objectwise_for_three_hop_reads():
     with pytest.warns(UserWarning, match="three references away"):
         system = System.build(graph)
     assert system.evaluation == "objectwise"
-    from solvers._model_errors import LoweringError
+    from solvers.lowering._model_errors import LoweringError
 
     with pytest.raises(LoweringError, match=r"self\.via\.ctrl\.a"):
         System.build(graph, evaluation="grouped")

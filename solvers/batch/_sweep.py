@@ -1,0 +1,188 @@
+"""Sweeps: a batch solved in chunks over every process of a ``jax.distributed`` run,
+optionally resumable from a results directory, with one global progress count.
+
+Chunk k holds members ``k * chunk`` up to the next chunk's start; process p owns a
+contiguous run of chunks (so its members are one range, `process_members`). In each step
+every process solves one of its chunks: the step's inputs are global arrays built from each
+process's own rows and split over the global mesh, and each device solves its rows as one
+process alone would (`ChunkSolver`). A finished chunk is written at once, so a killed
+sweep loses at most the chunk each process was solving.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+import time
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._batch import DEFAULT_CHUNK, _axes_leaves, _batch_size, _progress
+from ._distributed import all_counts, gather_rows
+from ..roots._solution import FlatSolution
+from ..roots._solve import check_arguments
+from ._sweep_step import FIELDS, ChunkSolver
+from ._sweep_store import SweepStore, digest
+
+log = logging.getLogger("solvers.sweep")
+
+
+def is_sweep(results_dir: Any, gather: bool) -> bool:
+    """Whether ``solve_batch`` runs as a sweep: results written to a directory, results
+    kept per process, or a program started as several JAX processes."""
+    return results_dir is not None or not gather or jax.process_count() > 1
+
+
+@dataclasses.dataclass(frozen=True)
+class ChunkPlan:
+    """``size`` members in chunks of ``chunk``, shared as contiguous runs by ``processes``."""
+
+    size: int
+    chunk: int
+    processes: int
+
+    @property
+    def n_chunks(self) -> int:
+        return -(-self.size // self.chunk)
+
+    def bounds(self, k: int) -> tuple[int, int]:
+        return k * self.chunk, min((k + 1) * self.chunk, self.size)
+
+    def owned(self, process: int) -> range:
+        k, p = self.n_chunks, self.processes
+        return range(process * k // p, (process + 1) * k // p)
+
+    def members(self, process: int) -> range:
+        chunks = self.owned(process)
+        if not chunks:
+            return range(0)
+        return range(self.bounds(chunks[0])[0], self.bounds(chunks[-1])[1])
+
+
+def process_members(batch_size: int, chunk_size: Optional[int] = None,
+                    process_id: Optional[int] = None,
+                    num_processes: Optional[int] = None) -> range:
+    """The batch members a process solves (and keeps with ``gather=False``) in a sweep of
+    ``batch_size`` members in chunks of ``chunk_size`` (default: `solve_batch`'s): a
+    contiguous range; by default this process's in this run."""
+    plan = _plan(batch_size, chunk_size, num_processes)
+    return plan.members(jax.process_index() if process_id is None else int(process_id))
+
+
+def _plan(size: int, chunk_size: Optional[int], processes: Optional[int] = None) -> ChunkPlan:
+    chunk = DEFAULT_CHUNK if chunk_size is None else int(chunk_size)
+    if chunk < 1:
+        raise ValueError(f"chunk_size must be a positive number of members, got {chunk_size}.")
+    processes = jax.process_count() if processes is None else int(processes)
+    return ChunkPlan(int(size), min(chunk, int(size)), processes)
+
+
+def sweep_fingerprint(system: Any, keys: tuple, batched: tuple, start: Any,
+                      method: Any) -> dict[str, str]:
+    """Digests of what a sweep's results depend on, part by part (to say which differs)."""
+    labels = "\n".join([repr(system)] + system.unknown_paths() + system.residual_labels())
+    return {"structure": digest(labels), "base parameters": digest(system.params),
+            "swept parameters": digest((tuple(str(k.key) for k in keys), batched)),
+            "start": digest(start), "solver": digest(repr(method))}
+
+
+def sweep_flat(problem: Any, method: Any, x0: Any, params: Any, params_axes: Any, *,
+               chunk_size: Optional[int], results_dir: Any, fingerprint: dict,
+               gather: bool, progress: Any,
+               about: Optional[dict] = None) -> tuple[FlatSolution, Optional[range]]:
+    """Solve every member (arguments as `solve_flat_batch`'s); ``(solution, members)``:
+    every member on every process (``gather``; members None) or this process's
+    `process_members`. ``fingerprint`` (part name -> digest) identifies the sweep in its
+    results directory; ``about`` goes into the manifest as it is."""
+    x0, method = check_arguments(x0, method)
+    axes = _axes_leaves(params, params_axes)
+    size = _batch_size(x0, 0 if x0.ndim == 2 else None, params, axes)
+    plan, pid = _plan(size, chunk_size), jax.process_index()
+    store = None if results_dir is None else SweepStore(
+        results_dir, size, plan.chunk, fingerprint, about).open()
+    solver = ChunkSolver(problem, method, x0, params, axes)
+    results = _finished(store, plan, plan.owned(pid))
+    pending = [k for k in plan.owned(pid) if k not in results]
+    meter = _Meter(progress, size)
+    meter.update(_done(plan, results))
+    for step in range(int(all_counts(len(pending)).max())):
+        k = pending[step] if step < len(pending) else None
+        members = np.arange(*plan.bounds(0 if k is None else k))
+        out = solver(members)
+        if k is not None:
+            results[k] = out
+            if store is not None:
+                store.save(*plan.bounds(k), {**out, **solver.inputs(members)})
+        meter.update(_done(plan, results))
+    meter.close()
+    own = [results[k] for k in plan.owned(pid)] or [solver.empty()]
+    mine = {f: np.concatenate([r[f] for r in own]) for f in FIELDS}
+    if gather:
+        mine = gather_rows(mine, [len(plan.members(p)) for p in range(plan.processes)])
+    flat = FlatSolution(**{f: jnp.asarray(v) for f, v in mine.items()})
+    return flat, None if gather else plan.members(pid)
+
+
+def _finished(store: Optional[SweepStore], plan: ChunkPlan, chunks: range) -> dict:
+    """The chunks of ``chunks`` already in the results directory (read back)."""
+    if store is None:
+        return {}
+    found = {}
+    for k in chunks:
+        start, stop = plan.bounds(k)
+        data = store.load(start, stop)
+        if data is not None and all(f in data and len(data[f]) == stop - start for f in FIELDS):
+            found[k] = {f: data[f] for f in FIELDS}
+    if found:
+        log.info("process %d: skipped %d finished chunk(s) of %d found in %s (chunks %s)",
+                 jax.process_index(), len(found), len(chunks), store.directory,
+                 ", ".join(map(str, sorted(found))))
+    return found
+
+
+def _done(plan: ChunkPlan, results: dict) -> int:
+    """Members finished on all processes (a collective: every process calls it)."""
+    mine = sum(plan.bounds(k)[1] - plan.bounds(k)[0] for k in results)
+    return int(all_counts(mine).sum())
+
+
+class _Meter:
+    """The global count of finished members on process 0: a progress meter (an object with
+    ``update(n)``, e.g. a tqdm bar; ``True``: a new tqdm bar; None: one on a terminal) and a
+    log line per step with the rate and the time left."""
+
+    def __init__(self, progress: Any, total: int):
+        self.total, self.done, self.first = total, None, 0
+        self.lead = jax.process_index() == 0
+        show = sys.stderr.isatty() if progress is None else progress
+        self.bar, self.given = None, progress
+        if self.lead and hasattr(progress, "update"):
+            self.bar = progress
+        elif self.lead and show:
+            self.bar = _progress(total, desc="sweep", unit="member")
+        self.started = time.perf_counter()
+
+    def update(self, done: int) -> None:
+        if self.done is None:
+            self.first, self.done = done, done
+            if self.bar is not None and done:
+                self.bar.update(done)
+            return
+        if self.bar is not None:
+            self.bar.update(done - self.done)
+        self.done = done
+        if self.lead:
+            elapsed = time.perf_counter() - self.started
+            rate = (done - self.first) / max(elapsed, 1e-9)
+            left = (self.total - done) / rate if rate > 0 else float("inf")
+            log.info("sweep: %d/%d members (%.0f%%), %.0f members/s, %.0f s left", done,
+                     self.total, 100.0 * done / self.total, rate, left)
+
+    def close(self) -> None:
+        """Close the bar made here (a meter passed in stays open: it is the caller's)."""
+        if self.bar is not None and self.bar is not self.given:
+            self.bar.close()

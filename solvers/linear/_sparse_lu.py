@@ -1,0 +1,233 @@
+"""Numeric phase of the level-scheduled sparse LU: factor, solve, refine, detect breakdown.
+
+Arrays have the batch axes *last*: values ``(slots, *batch)``, vectors ``(n, *batch)``, so
+each gather or segment sum moves contiguous rows of ``batch`` numbers (about 8x faster on
+CPU than the batch-first layout plain ``vmap`` produces). `lu_solver` returns a
+``custom_vmap`` function whose rule moves the vmapped axis to the end (in cache-sized
+chunks on CPU) and calls itself, so nested ``vmap``s compose. Pivots are static
+(`LUPlan`); a tiny pivot, or a backward error that stays large after refinement, turns
+that system's solution into NaN (Newton's ``singular_jacobian``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from .._result import RESULTS
+from ._sparse_plan import LUPlan
+from ._sparsity import compressed_index
+
+
+def _run(stages, step, carry):
+    """Apply ``step`` level by level: unrolled stages directly, stacked ones in a scan."""
+    for stage in stages:
+        if stage.scanned:
+            arrays = {k: jnp.asarray(v) for k, v in stage.arrays.items()}
+            carry, _ = lax.scan(lambda c, s: (step(c, s), None), carry, arrays)
+        else:
+            carry = step(carry, stage.arrays)
+    return carry
+
+
+def _max0(x):
+    """``max`` over axis 0 of a batch-last array by halving: plain elementwise maxima that
+    XLA fuses (its CPU reduction over a major axis is a slow reduce-window)."""
+    while x.shape[0] > 1:
+        half = x.shape[0] // 2
+        top = jnp.maximum(x[:half], x[half:2 * half])
+        x = jnp.concatenate([top, x[2 * half:]]) if x.shape[0] % 2 else top
+    return x[0] if x.shape[0] else jnp.zeros(x.shape[1:], x.dtype)  # of |.| or masks
+
+
+def _any0(mask):
+    return _max0(mask.astype(jnp.int8)) > 0
+
+
+def _col(mask, ndim):
+    """Reshape a 1-D per-row array to broadcast against ``(rows, *batch)``."""
+    return jnp.reshape(mask, mask.shape + (1,) * (ndim - 1))
+
+
+def factor(plan: LUPlan, v0: jax.Array) -> jax.Array:
+    """LU of ``A[R][:, C]`` without pivoting; ``v0`` holds A's values in their slots."""
+
+    def step(v, s):
+        width = s["dl"].shape[0]
+        acc = lax.dynamic_slice_in_dim(v, s["off"], width, axis=0)
+        prod = v[s["pl"]] * v[s["pu"]]
+        acc = acc - jax.ops.segment_sum(prod, s["seg"], num_segments=width)
+        one = jnp.ones((), v.dtype)
+        denom = jnp.where(_col(s["isl"], acc.ndim), acc[s["dl"]], one)
+        return lax.dynamic_update_slice_in_dim(v, acc / denom, s["off"], axis=0)
+
+    return _run(plan.factor_stages, step, v0)
+
+
+def _sweep(stages, v, base, coef, divide):
+    """One triangular sweep over padded vectors: ``x_k = (base_k - sum c x_p) / d_k``."""
+
+    def step(x, s):
+        width = s["diag"].shape[0]
+        blk = lax.dynamic_slice_in_dim(base, s["off"], width, axis=0)
+        prod = v[s[coef]] * x[s["part"]]
+        blk = blk - jax.ops.segment_sum(prod, s["seg"], num_segments=width)
+        if divide:
+            blk = blk / v[s["diag"]]
+        return lax.dynamic_update_slice_in_dim(x, blk, s["off"], axis=0)
+
+    return _run(stages, step, jnp.zeros_like(base))
+
+
+def _pad(plan, x):
+    p = plan.vec_pad
+    widths = [(1 + p, p)] + [(0, 0)] * (x.ndim - 1)
+    return jnp.pad(x, widths)
+
+
+def _unpad(plan, x):
+    return x[1 + plan.vec_pad: 1 + plan.vec_pad + plan.row_perm.size]
+
+
+def triangular_solve(plan: LUPlan, v: jax.Array, b: jax.Array, transpose: bool) -> jax.Array:
+    """Solve ``A x = b`` (or ``A^T x = b``) with factor values ``v``."""
+    if not transpose:
+        y = _sweep(plan.down_stages, v, _pad(plan, b[plan.row_perm]), "cl", divide=False)
+        x = _unpad(plan, _sweep(plan.up_stages, v, y, "cu", divide=True))
+        return x[_inverse(plan.col_perm)]
+    w = _sweep(plan.down_stages, v, _pad(plan, b[plan.col_perm]), "cu", divide=True)
+    z = _unpad(plan, _sweep(plan.up_stages, v, w, "cl", divide=False))
+    return z[_inverse(plan.row_perm)]
+
+
+def _inverse(perm):
+    inv = np.empty_like(perm)
+    inv[perm] = np.arange(perm.size)
+    return inv
+
+
+def _matvec(plan, a, x, transpose):
+    """``A x`` or ``A^T x`` for pattern-aligned values ``a`` (batch-last layout)."""
+    rows, cols = plan.pattern.rows, plan.pattern.cols
+    if transpose:
+        rows, cols = cols, rows
+    return jax.ops.segment_sum(a * x[cols], rows, num_segments=plan.row_perm.size)
+
+
+def _backward_error(plan, a, x, b, transpose):
+    """Residual and per-system ``|b - A x|_inf / (|A|_inf |x|_inf + |b|_inf)``."""
+    r = b - _matvec(plan, a, x, transpose)
+    n = plan.row_perm.size
+    a_norm = jnp.max(jax.ops.segment_sum(jnp.abs(a), plan.a_slot_rows, num_segments=n), axis=0)
+    scale = a_norm * jnp.max(jnp.abs(x), axis=0) + jnp.max(jnp.abs(b), axis=0)
+    tiny = jnp.finfo(a.dtype).tiny
+    return r, jnp.max(jnp.abs(r), axis=0) / jnp.maximum(scale, tiny)
+
+
+def _solve_impl(plan, index, data, b, transpose, refine, pivot_tol, backward_tol,
+                growth_limit):
+    """Factor and solve; where the element growth is large (static pivots gone bad),
+    refine and check the backward error. Returns x (NaN for failed systems) and per system
+    the result code: a vanished pivot is singular, a backward error left too large is a
+    failed linear solve."""
+    batch = data.shape[1:]
+    d_ext = jnp.concatenate([data, jnp.zeros((1,) + batch, data.dtype)])
+    src = np.concatenate([index, [data.shape[0]]])
+    v = factor(plan, d_ext[src[plan.slot_src]])
+    eps = jnp.finfo(data.dtype).eps
+    a_max = _max0(jnp.abs(data))
+    pivot_ok = ~_any0(~(jnp.abs(v[plan.diag_slots]) > (pivot_tol * eps) * a_max[None]))
+    growth = _max0(jnp.abs(v)) / a_max
+    risky = jnp.any(~(growth <= growth_limit))  # NaN growth is risky too
+
+    def residual(x):  # only where growth is large: the common path skips the matvec
+        return _backward_error(plan, d_ext[index], x, b, transpose)
+
+    def skip(x):
+        return jnp.zeros_like(b), jnp.zeros(batch, b.dtype)
+
+    def step(carry):  # one copy of the sweeps in the program: solve, then refinements
+        k, x, r, _ = carry
+        x = x + triangular_solve(plan, v, r, transpose)
+        return (k + 1, x) + lax.cond(risky, residual, skip, x)
+
+    def more(carry):
+        k, _, _, err = carry
+        return (k == 0) | (risky & (k <= refine) & jnp.any(err > 8 * eps))
+
+    start = (0, jnp.zeros_like(b), b, jnp.zeros(batch, b.dtype))
+    _, x, _, err = lax.while_loop(more, step, start)
+    solved = ~(err > backward_tol)
+    ok = pivot_ok & solved & ~_any0(~jnp.isfinite(x))
+    result = jnp.where(ok, RESULTS.successful.code(),
+                       jnp.where(pivot_ok, RESULTS.linear_solve_failed.code(),
+                                 RESULTS.singular_jacobian.code()))
+    return jnp.where(ok[None], x, jnp.full((), jnp.nan, x.dtype)), result
+
+
+def chunk_size(plan: LUPlan) -> int:
+    """Systems per chunk under vmap on CPU (0: no chunking, on accelerators).
+
+    A chunk's factors take about 4 MB, so each level's gathers hit cache instead of
+    memory: 2x faster than one pass over a batch of 10 000 ladders (measured).
+    """
+    if jax.default_backend() != "cpu":
+        return 0
+    per_system = 8 * (plan.n_values + 4 * plan.row_perm.size)
+    return int(2 ** np.clip(np.floor(np.log2(2 ** 22 / per_system)), 4, 10))
+
+
+@functools.lru_cache(maxsize=32)
+def lu_solver(plan: LUPlan, compressed: bool, transpose: bool, refine: int,
+              pivot_tol: float, backward_tol: float, growth_limit: float):
+    """A ``(data, b) -> (x, result code)`` function for this plan whose ``vmap`` uses the
+    batch-last layout.
+
+    ``data`` is the operator's array: pattern values, or the compressed ``J S`` when
+    ``compressed`` (see `compressed_index`). Under ``vmap`` on CPU the batch is processed
+    in cache-sized chunks (``lax.map`` with ``batch_size``) so each level's gathers stay in
+    cache; on accelerators the whole batch goes at once.
+    """
+    index = compressed_index(plan.pattern) if compressed else np.arange(plan.pattern.nnz)
+    impl = functools.partial(_solve_impl, plan, np.asarray(index, np.int64), transpose=transpose,
+                             refine=refine, pivot_tol=pivot_tol, backward_tol=backward_tol,
+                             growth_limit=growth_limit)
+
+    @jax.custom_batching.custom_vmap
+    def solve(data, b):
+        return impl(data, b)
+
+    @solve.def_vmap
+    def _rule(axis_size, in_batched, data, b):
+        data = _batch_first(data, in_batched[0], axis_size)
+        b = _batch_first(b, in_batched[1], axis_size)
+        chunk = chunk_size(plan)
+        if 0 < chunk < axis_size:
+            return _chunked(solve, data, b, axis_size, chunk), (True, True)
+        x, result = solve(jnp.moveaxis(data, 0, -1), jnp.moveaxis(b, 0, -1))
+        return (jnp.moveaxis(x, -1, 0), result), (True, True)
+
+    return solve
+
+
+def _chunked(solve, data, b, size, chunk):
+    """``vmap(solve)`` over chunks of about ``chunk`` systems, one chunk at a time."""
+    n_chunks = -(-size // chunk)
+    chunk = -(-size // n_chunks)
+    extra = n_chunks * chunk - size
+
+    def split(x):
+        x = jnp.pad(x, [(0, extra)] + [(0, 0)] * (x.ndim - 1), mode="edge") if extra else x
+        return x.reshape((n_chunks, chunk) + x.shape[1:])
+
+    out = lax.map(lambda db: jax.vmap(solve)(*db), (split(data), split(b)))
+    return jax.tree_util.tree_map(
+        lambda o: o.reshape((n_chunks * chunk,) + o.shape[2:])[:size], out)
+
+
+def _batch_first(x, batched, size):
+    return x if batched else jnp.broadcast_to(x[None], (size,) + x.shape)

@@ -1,0 +1,159 @@
+"""Newton's method with a backtracking line search (optionally a watchdog) and model step
+limiting."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ..linear._dense import DenseLU
+from ._line_search import LineSearchResult, backtrack, half_sq_norm
+from ..linear._abstract import AbstractLinearSolver, failure_code
+from ._method import (AbstractRootMethod, FlatProblem, apply_step_limit, check_count,
+                      check_tolerances, code, initial_checks, jacobian_finite, max_abs,
+                      relative_step, step_is_small)
+from ._shape import check_square
+from .._result import RESULTS
+from ._solution import FlatSolution, make_solution
+
+
+class _State(NamedTuple):
+    x: jax.Array
+    f: jax.Array
+    phi: jax.Array
+    steps: jax.Array
+    num_fev: jax.Array
+    num_jev: jax.Array
+    result: jax.Array
+    done: jax.Array
+    best: tuple          # (x, f, phi): the smallest ||F|| so far (the watchdog's point)
+    streak: jax.Array    # full steps in a row that did not improve on `best`
+    rel_step: jax.Array  # relative_step of the last Newton step
+
+
+@dataclasses.dataclass(frozen=True)
+class Newton(AbstractRootMethod):
+    """Newton's method, globalised by a backtracking (Armijo) line search on 0.5||F||^2.
+
+    Converges when ``max|F| <= atol`` or the full Newton step satisfies
+    ``|dx_i| <= rtol |x_i|`` for every i. The model's ``step_limit`` hook scales the step
+    before the line search. ``rcond_tol`` only decides whether a failed line search is
+    reported as ``singular_jacobian`` (ill-conditioned J) or ``line_search_failed``.
+
+    ``watchdog = M > 0`` (Chamberlain et al.'s watchdog technique) takes full steps, needing
+    only a finite residual, for up to M steps in a row that do not lower ||F|| below its best
+    so far; then it returns to the best point and backtracks from there. A monotone line
+    search stalls where one full step raises ||F|| on the way to a fast convergence (from a
+    far start on a network with power-law element laws, the first step overshoots: damped
+    steps of 1/256 make no progress while full Newton converges in 8). An unconverged run
+    returns its best point.
+    """
+
+    rtol: float = 1e-10
+    atol: float = 1e-10
+    max_steps: int = 50
+    linear_solver: AbstractLinearSolver = DenseLU()
+    line_search: bool = True
+    max_backtracks: int = 30
+    rcond_tol: float = 1e-13
+    watchdog: int = 0
+
+    def __post_init__(self) -> None:
+        for name, minimum in (("max_steps", 1), ("max_backtracks", 0), ("watchdog", 0)):
+            check_count(self, name, minimum)
+        check_tolerances(self, "rtol", "atol", "rcond_tol")
+
+    def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
+        check_square(problem.fn, x0, params, self)
+        x0, f0, result, done = initial_checks(problem.fn, x0, params, active, self.atol)
+        zero = jnp.zeros((), jnp.int32)
+        phi0 = half_sq_norm(f0)
+        state = _State(x0, f0, phi0, zero, zero + 1, zero, result, done, (x0, f0, phi0), zero,
+                       jnp.full((), jnp.nan, x0.dtype))
+        state = lax.while_loop(lambda s: ~s.done,
+                               lambda s: self._step(problem, params, s), state)
+        x, f = state.x, state.f
+        if self.watchdog > 0:
+            worse = (state.best[2] < state.phi) & (state.result != int(RESULTS.successful))
+            x, f, _ = _pick(worse, state.best, (x, f, state.phi))
+        return make_solution(x, state.result, state.steps, state.num_fev,
+                             state.num_jev, max_abs(f), state.rel_step)
+
+    def _relaxed(self, s: _State) -> jax.Array:
+        """Whether this step is a watchdog's full step (no sufficient-decrease test)."""
+        return (self.watchdog > 0) & self.line_search & (s.streak < self.watchdog)
+
+    def _search(self, problem, params, s: _State, op, direction) -> LineSearchResult:
+        if self.line_search:
+            slope = jnp.dot(s.f, self.linear_solver.matvec(op, direction))
+            relaxed = self._relaxed(s)
+            found = backtrack(problem.fn, s.x, direction, params, s.phi, slope,
+                              max_backtracks=self.max_backtracks, active=~s.done & ~relaxed)
+            return found._replace(ok=jnp.where(relaxed, found.any_finite, found.ok))
+        f = problem.fn(s.x + direction, params)
+        phi = half_sq_norm(f)
+        finite = jnp.isfinite(phi)
+        return LineSearchResult(jnp.ones_like(phi), f, phi, finite, finite,
+                                jnp.ones((), jnp.int32))
+
+    def _step(self, problem: FlatProblem, params, s: _State) -> _State:
+        ls = self.linear_solver
+        _, op = ls.linearize(problem.fn, s.x, params)
+        linear = ls.solve_with_result(op, s.f)
+        dx = -linear.value
+        dx_ok = jnp.all(jnp.isfinite(dx))
+        dx = jnp.where(dx_ok, dx, 0.0)
+        small_step = dx_ok & step_is_small(dx, s.x, self.rtol)
+        direction = apply_step_limit(problem, s.x, dx, params) * dx
+        search = self._search(problem, params, s, op, direction)
+        moved = search.ok & dx_ok
+        x = jnp.where(moved, s.x + search.alpha * direction, s.x)
+        f = jnp.where(moved, search.f, s.f)
+        phi = jnp.where(moved, search.phi, s.phi)
+        steps = s.steps + 1
+        converged = (max_abs(f) <= self.atol) | small_step
+        searched = search.ok | self._relaxed(s)  # a failed full step goes back to the best
+        failure = jnp.where(
+            ~dx_ok, jnp.where(jacobian_finite(ls, op, s.x), failure_code(linear.result),
+                              code(RESULTS.nonfinite_jacobian)),
+            jnp.where(searched, code(RESULTS.successful), self._why(ls, op, search)))
+        failed = failure != int(RESULTS.successful)
+        out_of_steps = steps >= self.max_steps
+        result = jnp.where(converged, code(RESULTS.successful),
+                           jnp.where(failed, failure,
+                                     jnp.where(out_of_steps, code(RESULTS.max_steps_reached),
+                                               code(RESULTS.successful))))
+        x, f, phi, best, streak = self._watch(s, x, f, phi, search.ok, converged)
+        # no freeze of finished members: the loop runs only while not done, and under vmap
+        # lax.while_loop keeps each finished member's state itself
+        return _State(x, f, phi, steps, s.num_fev + search.num_fev, s.num_jev + 1, result,
+                      converged | failed | out_of_steps, best, streak,
+                      jnp.where(dx_ok, relative_step(dx, s.x), jnp.inf))
+
+    def _watch(self, s: _State, x, f, phi, ok, converged):
+        """The watchdog's book-keeping: a new best resets the streak; a full step that is
+        not finite, or the M-th in a row without a new best, returns to the best point,
+        from which the next step backtracks. A converged or unwatched run never goes back."""
+        improved = phi <= (1.0 - 1e-4) * s.best[2]
+        streak = jnp.where(improved, 0, s.streak + 1)
+        back = (self._relaxed(s) & ~improved & ~converged
+                & (~ok | (streak >= self.watchdog)))
+        best = _pick(improved, (x, f, phi), s.best)
+        x, f, phi = _pick(back, best, (x, f, phi))
+        return x, f, phi, best, jnp.where(back, self.watchdog, streak)
+
+    def _why(self, ls, op, search: LineSearchResult) -> jax.Array:
+        """The code for a failed line search."""
+        return jnp.where(~search.any_finite, code(RESULTS.nonfinite_residual),
+                         jnp.where(ls.rcond(op) < self.rcond_tol,
+                                   code(RESULTS.singular_jacobian),
+                                   code(RESULTS.line_search_failed)))
+
+
+def _pick(cond, a, b):
+    """``a`` where ``cond`` else ``b``, leaf by leaf."""
+    return jax.tree_util.tree_map(lambda u, v: jnp.where(cond, u, v), a, b)

@@ -1,0 +1,138 @@
+"""The default method: fast Newton first, robust fallbacks only for the members that need them."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ..linear._dense import DenseLU
+from ._homotopy import Homotopy
+from ._levenberg_marquardt import LevenbergMarquardt
+from ..linear._abstract import AbstractLinearSolver
+from ._method import AbstractRootMethod, FlatProblem, check_tolerances, code
+from ._newton import Newton
+from .._result import RESULTS
+from ._shape import check_shape
+from ._solution import FlatSolution, make_solution
+from ._trust_region import SCALINGS, TrustRegion
+
+
+def _better(new: FlatSolution, old: FlatSolution) -> jax.Array:
+    """New attempt wins if it converged, or failed with a smaller finite residual."""
+    new_res = jnp.where(jnp.isfinite(new.residual_norm), new.residual_norm, jnp.inf)
+    old_res = jnp.where(jnp.isfinite(old.residual_norm), old.residual_norm, jnp.inf)
+    return new.converged | (~old.converged & (new_res < old_res))
+
+
+def merge(old: FlatSolution, new: FlatSolution, tried: jax.Array) -> FlatSolution:
+    """Keep the better attempt per member; evaluation counts add up over attempts."""
+    take = tried & _better(new, old)
+    pick = lambda a, b: jnp.where(take, b, a)
+    add = lambda a, b: a + jnp.where(tried, b, 0)
+    return FlatSolution(
+        x=pick(old.x, new.x), result=pick(old.result, new.result),
+        converged=pick(old.converged, new.converged),
+        iterations=add(old.iterations, new.iterations), num_fev=add(old.num_fev, new.num_fev),
+        num_jev=add(old.num_jev, new.num_jev),
+        residual_norm=pick(old.residual_norm, new.residual_norm),
+        relative_step=pick(old.relative_step, new.relative_step))
+
+
+@dataclasses.dataclass(frozen=True)
+class TrustRegionRestarts(AbstractRootMethod):
+    """A trust region run again from x0 with each scaling in turn until a member converges.
+
+    The scalings suit different problems (none of them suits all); one loop over them
+    compiles the trust region once.
+    """
+
+    trust_region: TrustRegion = TrustRegion()
+    scalings: tuple = ("more", "none", "current")
+
+    def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
+        modes = jnp.asarray([SCALINGS.index(s) for s in self.scalings], jnp.int32)
+        tr = self.trust_region
+
+        def body(carry):
+            k, best = carry
+            retry = active & ~best.converged
+            new = tr.run_scaled(problem, x0, params, retry, modes[k])
+            return k + 1, merge(best, new, retry)
+
+        def cond(carry):
+            k, best = carry
+            return (k < modes.shape[0]) & active & ~best.converged
+
+        zero = jnp.zeros((), jnp.int32)
+        nothing = make_solution(x0, code(RESULTS.max_steps_reached), zero, zero, zero,
+                                jnp.full((), jnp.inf, x0.dtype))
+        return lax.while_loop(cond, body, (zero, nothing))[1]
+
+
+@dataclasses.dataclass(frozen=True)
+class Default(AbstractRootMethod):
+    """Polyalgorithm: Newton with line search and a 4-step watchdog (see `Newton`); then, for
+    members that failed, Newton with a monotone line search (the watchdog's full steps can
+    leave for a basin without a root: x^3 - 2x + 3 from 0); then a dogleg trust region from
+    the start (with three variable scalings in turn); then Newton-homotopy continuation.
+    Each member keeps its best attempt (converged, else smallest residual) and its own code.
+    Under ``vmap`` a fallback iterates only while some member needs it.
+    ``solvers.solve``/``solve_batch`` called outside transforms run Newton alone first and
+    compile the fallbacks only if some member failed, for those members only: a fraction of
+    the compile time when Newton succeeds, with the same answer.
+
+    Over-determined systems (m > n) go to Levenberg-Marquardt (least squares).
+    ``methods`` replaces the sequence of stages.
+    """
+
+    rtol: float = 1e-10
+    atol: float = 1e-10
+    linear_solver: AbstractLinearSolver = DenseLU()
+    methods: Optional[tuple] = None
+
+    least_squares = True
+
+    def __post_init__(self) -> None:
+        check_tolerances(self, "rtol", "atol")
+        if self.methods is not None and (
+                not self.methods or not all(isinstance(m, AbstractRootMethod)
+                                            for m in self.methods)):
+            raise ValueError("Default(methods=...) must be a non-empty tuple of method objects "
+                             f"such as solvers.Newton(), got {self.methods!r}.")
+
+    def stages(self) -> tuple:
+        if self.methods is not None:
+            return tuple(self.methods)
+        kw = dict(rtol=self.rtol, atol=self.atol, linear_solver=self.linear_solver)
+        return (Newton(max_steps=50, watchdog=4, **kw), Newton(max_steps=50, **kw),
+                TrustRegionRestarts(TrustRegion(max_steps=1000, **kw)),
+                Homotopy(inner=Newton(max_steps=50, **kw)))
+
+    def split(self, m: int, n: int) -> Optional[tuple]:
+        """``(first stage, the rest as a Default)`` for running the fallbacks only when needed;
+        None when there is nothing to split (least squares, or a single stage)."""
+        if self.methods is None:
+            check_shape(self, m, n, least_squares=True)
+        stages = self.stages()
+        if (self.methods is None and m > n) or len(stages) < 2:
+            return None
+        return stages[0], dataclasses.replace(self, methods=stages[1:])
+
+    def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
+        out = jax.eval_shape(problem.fn, x0, params)
+        if self.methods is None and x0.ndim == 1 and len(out.shape) == 1:
+            check_shape(self, out.shape[0], x0.shape[0], least_squares=True)
+        if self.methods is None and len(out.shape) == 1 and out.shape[0] > x0.shape[0]:
+            lm = LevenbergMarquardt(rtol=self.rtol, atol=self.atol,
+                                    linear_solver=self.linear_solver)
+            return lm.run(problem, x0, params, active)
+        stages = self.stages()
+        best = stages[0].run(problem, x0, params, active)
+        for method in stages[1:]:
+            retry = active & ~best.converged & (best.result != int(RESULTS.nonfinite_input))
+            best = merge(best, method.run(problem, x0, params, retry), retry)
+        return best

@@ -1,0 +1,130 @@
+"""``solve_flat``: solve ``F(x, params) = 0`` for one member, differentiably."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from functools import partial
+from typing import Any, Callable, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ..linear._bind import bind_linear_solvers
+from .._concrete import is_concrete
+from ..linear._dense import DenseLU
+from ._implicit import implicit_solution
+from ..linear._abstract import AbstractLinearSolver
+from ._method import AbstractRootMethod, Continuation, FlatProblem, StepLimit
+from ._polyalgorithm import Default
+from ._precision import for_dtype
+from ._solution import FlatSolution, SolveError
+from ..linear._sparsity import SparsityPattern
+
+
+def linear_solver_of(method: AbstractRootMethod) -> AbstractLinearSolver:
+    """The linear solver a method uses (DenseLU for back ends that bring their own)."""
+    solver = getattr(method, "linear_solver", None)
+    if solver is None and hasattr(method, "inner"):
+        solver = linear_solver_of(method.inner)
+    return solver if isinstance(solver, AbstractLinearSolver) else DenseLU()
+
+
+def check_arguments(x0, solver, sparsity=None) -> tuple[jax.Array, AbstractRootMethod]:
+    """Validate the start and method; return x0 as a float array and the method, its linear
+    solvers bound to ``sparsity`` (see `bind_linear_solvers`)."""
+    method = Default() if solver is None else solver
+    if not isinstance(method, AbstractRootMethod):
+        raise TypeError(
+            f"solver must be a method object such as solvers.Newton() or solvers.Default(), "
+            f"got {type(solver).__name__}."
+        )
+    method = bind_linear_solvers(method, sparsity)
+    x0 = jnp.asarray(x0)
+    if jnp.issubdtype(x0.dtype, jnp.complexfloating):
+        raise ValueError(
+            f"x0 is complex ({x0.dtype}): unknowns must be real. Split each complex unknown "
+            "into its real and imaginary parts (two real unknowns, two real equations)."
+        )
+    if not jnp.issubdtype(x0.dtype, jnp.floating):
+        x0 = x0.astype(jnp.result_type(float))
+    if x0.shape[-1:] == (0,):
+        raise ValueError("x0 is empty: the system has no unknowns, so there is nothing to "
+                         "solve.")
+    return x0, for_dtype(method, x0.dtype)
+
+
+def solve_core(problem: FlatProblem, method: AbstractRootMethod, x0, params) -> FlatSolution:
+    """One member: iterate without gradients, then attach the implicit derivative."""
+    sol = method.solve(problem, lax.stop_gradient(x0), lax.stop_gradient(params))
+    x = implicit_solution(problem.fn, linear_solver_of(method), sol.x, params, sol.converged)
+    return dataclasses.replace(sol, x=x)
+
+
+_solve_jit = jax.jit(solve_core, static_argnums=(0, 1))
+
+
+def solve_flat(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any = None, *,
+               solver: Optional[AbstractRootMethod] = None,
+               step_limit: Optional[StepLimit] = None,
+               continuation: Optional[Continuation] = None,
+               sparsity: Optional[SparsityPattern] = None,
+               throw: bool = False) -> FlatSolution:
+    """Solve ``fn(x, params) = 0`` for x from ``x0`` (1-D) and return a ``FlatSolution``.
+
+    ``solver`` defaults to ``Default()``. ``step_limit`` and ``continuation`` are the model
+    hooks of ``FlatProblem``. ``sparsity``: the Jacobian's `SparsityPattern`, for linear
+    solvers that need one (``SparseLU()``, ``AutoLinearSolver()``). Works under ``jit``, ``vmap`` and ``grad`` (gradients of
+    ``solution.x`` by implicit differentiation). ``fn`` is a static argument of an internal
+    ``jit``: pass the same function object to reuse the compiled solve. With ``throw=True``
+    a failure raises ``SolveError``; inside a transform it is raised from a
+    ``jax.pure_callback`` and reaches the caller as ``jax.errors.JaxRuntimeError`` (not a
+    ``SolveError``: JAX wraps it) whose message holds the ``SolveError`` text.
+    """
+    x0, method = check_arguments(x0, solver, sparsity)
+    if x0.ndim != 1:
+        raise ValueError(
+            f"x0 must be a 1-D vector of unknowns, got shape {x0.shape}; for a batch of "
+            "starts use solvers.solve_flat_batch."
+        )
+    sol = _solve_jit(FlatProblem(fn, step_limit, continuation), method, x0, params)
+    return raise_if_failed_anywhere(sol) if throw else sol
+
+
+def raise_if_failed_anywhere(sol: FlatSolution) -> FlatSolution:
+    """``sol.raise_if_failed()`` now if concrete, else from a callback when the result is
+    computed (the only way to raise from inside jit: ``jax.pure_callback``, a host round
+    trip). The callback's output is added to x as zero so it is never optimised away."""
+    if is_concrete(sol.result):
+        return sol.raise_if_failed()
+    token = jax.pure_callback(
+        partial(_host_check, np.dtype(sol.x.dtype)),
+        jax.ShapeDtypeStruct(sol.result.shape, sol.x.dtype),
+        sol.result, sol.iterations, sol.residual_norm, vmap_method="expand_dims")
+    return dataclasses.replace(sol, x=sol.x + jnp.expand_dims(token, -1) * 0.0)
+
+
+class _QuietSolveErrors(logging.Filter):
+    """Drop JAX's log record (a traceback on stderr) of a callback that raised our
+    ``SolveError``: the error itself still reaches the caller, so the log only repeats it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], SolveError))
+
+
+# JAX logs a failed pure_callback on this logger (a name, not an import: if it changes, the
+# filter does nothing and JAX's traceback shows again).
+logging.getLogger("jax._src.callback").addFilter(_QuietSolveErrors())
+
+
+def _host_check(dtype, result, iterations, residual_norm):
+    """Runs on the host with concrete numpy values: raise SolveError for a failure."""
+    result = np.asarray(result)
+    ok = result == 0
+    view = FlatSolution(np.zeros(result.shape + (0,)), result, ok, np.asarray(iterations),
+                        np.zeros_like(result), np.zeros_like(result),
+                        np.asarray(residual_norm), np.full(result.shape, np.nan))
+    view.raise_if_failed()
+    return np.zeros(result.shape, dtype=dtype)

@@ -1,0 +1,113 @@
+"""Settings and result codes of a transient, and the small formulas of its steps: divided
+differences (error estimates), Lagrange weights (predictor and output interpolant)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from typing import Optional
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..linear._abstract import AbstractLinearSolver
+
+
+class TRANSIENT_RESULTS(enum.IntEnum):
+    """Why a transient stopped (one code per batch member). ``successful`` is the only success."""
+
+    successful = 0
+    max_steps_reached = 1
+    step_too_small = 2
+    initial_point_failed = 3
+    nonfinite = 4
+
+    @property
+    def message(self) -> str:
+        return _MESSAGES[self]
+
+
+_MESSAGES = {
+    TRANSIENT_RESULTS.successful: "Reached the end time.",
+    TRANSIENT_RESULTS.max_steps_reached: (
+        "The step buffer is full before the end time: raise Integrator(max_steps=...), loosen "
+        "rtol/atol, or shorten the run; the output after the last step is NaN."),
+    TRANSIENT_RESULTS.step_too_small: (
+        "Newton failed (or the error test kept failing) down to the smallest step hmin: the "
+        "model may jump (a discontinuity with no breakpoint) or have no solution there; "
+        "declare breakpoints, lower hmin, or check the model at that time."),
+    TRANSIENT_RESULTS.initial_point_failed: (
+        "The initial (DC) operating point did not converge: check the model with solvers.solve "
+        "at t = 0, or start from given initial conditions (initial='given')."),
+    TRANSIENT_RESULTS.nonfinite: "A residual or state became NaN/inf.",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Integrator:
+    """How a transient steps (hashable: static under ``jit``).
+
+    ``order=2``: trapezoidal rule, with backward Euler at the start and after every
+    breakpoint (as SPICE); ``order=1``: backward Euler throughout. The step comes from a
+    local truncation error estimate (divided differences of the accepted states) held to
+    ``lte_factor * (atol + rtol * |x|)``; ``atol`` may be a vector (one per unknown).
+    Steps never exceed ``hmax`` and land exactly on breakpoints. Each step is a Newton
+    solve (at most ``newton_steps`` iterations, converged when every update is below
+    ``newton_tol * (atol + rtol |x|)``) with the elements' ``step_limit``; a failed step is
+    retried 8 times smaller, an inaccurate one smaller by the estimate.
+    ``max_steps`` sizes the buffer of accepted steps (kept for gradients and inspection
+    when ``save_steps``). ``linear_solver``: None picks dense LU or a sparse LU by size.
+    """
+
+    rtol: float = 1e-3
+    atol: float = 1e-6
+    order: int = 2
+    hmax: float = math.inf
+    hmin: Optional[float] = None
+    h0: Optional[float] = None
+    lte_factor: float = 1.0
+    newton_steps: int = 10
+    newton_tol: float = 0.1
+    max_steps: int = 20000
+    save_steps: bool = True
+    linear_solver: Optional[AbstractLinearSolver] = None
+
+    def __post_init__(self) -> None:
+        if self.order not in (1, 2):
+            raise ValueError(f"Integrator(order={self.order!r}): use 1 (backward Euler) or 2 "
+                             "(trapezoidal).")
+        for name in ("rtol", "lte_factor", "newton_tol", "hmax"):
+            if not float(getattr(self, name)) > 0:
+                raise ValueError(f"Integrator({name}=...) must be positive, got "
+                                 f"{getattr(self, name)!r}.")
+        for name in ("newton_steps", "max_steps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"Integrator({name}=...) must be an integer >= 1, got {value!r}.")
+        if np.ndim(self.atol) == 1:  # hashable, so the settings stay a static jit argument
+            object.__setattr__(self, "atol", tuple(float(a) for a in np.asarray(self.atol)))
+
+
+def divided_difference(ts, xs, count: int):
+    """The divided difference of order ``count - 1`` of the points ``(ts[i], xs[i])``,
+    ``i < count`` (static count); ``xs`` has the points on its leading axis."""
+    vals = [xs[i] for i in range(count)]
+    for level in range(1, count):
+        vals = [(vals[i] - vals[i + 1]) / (ts[i] - ts[i + level]) for i in range(count - level)]
+    return vals[0]
+
+
+def lagrange_weights(ts, valid, t):
+    """Weights ``w`` with ``sum_i w_i x_i`` the polynomial through the valid points at ``t``
+    (invalid points get weight 0)."""
+    n = ts.shape[0]
+    ws = []
+    for i in range(n):
+        w = jnp.ones((), ts.dtype)
+        for j in range(n):
+            if j != i:
+                factor = (t - ts[j]) / jnp.where(valid[j], ts[i] - ts[j], 1.0)
+                w = w * jnp.where(valid[j], factor, 1.0)
+        ws.append(jnp.where(valid[i], w, 0.0))
+    return jnp.stack(ws)

@@ -1,0 +1,250 @@
+"""The time loop of a transient: ``F(x, p, t) + dQ(x, p)/dt = 0`` from an initial state to
+the last output time: a ``lax.scan`` over the output times whose body steps with a
+``lax.while_loop`` until it passes the next one (jit-, vmap- and grad-able; no host loop).
+
+Each step solves ``G(x) = F(x, p, t1) + a (Q(x) - Q_n) - b Qdot_n = 0`` by Newton (backward
+Euler: ``a = 1/h, b = 0``; trapezoidal: ``a = 2/h, b = 1``), whose matrix is
+``dF/dx + a dQ/dx``. Gradients are not taken through the loop: :func:`replay` recomputes the
+accepted states from the recorded step sequence, each one carrying its derivative by the
+implicit function theorem (a discrete adjoint when reversed).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ..roots._implicit import implicit_solution
+from ._integrator import TRANSIENT_RESULTS as R
+from ._integrator import divided_difference, lagrange_weights
+
+HIST = 4  # accepted points kept: the output interpolant is cubic (error estimates use 3 + the new)
+
+
+class State(NamedTuple):
+    t: jax.Array
+    h: jax.Array
+    x: jax.Array
+    q: jax.Array
+    qd: jax.Array
+    hist_t: jax.Array  # (HIST,) newest first; hist_t[0] == t
+    hist_x: jax.Array  # (HIST, n)
+    n_hist: jax.Array  # valid history points since the last breakpoint (1..HIST)
+    at_break: jax.Array  # the current point is a breakpoint: the next step restarts
+    n_pts: jax.Array  # valid history points, breakpoints or not (for error estimates)
+    bp: jax.Array  # next breakpoint
+    n_acc: jax.Array
+    n_rej: jax.Array
+    n_newton: jax.Array
+    result: jax.Array
+    done: jax.Array
+    # the record of the accepted steps for replay (length 1 unless cfg.save_steps):
+    rec_t: jax.Array  # (S + 1,) accepted times
+    rec_x: jax.Array  # (S + 1, n) accepted states
+    rec_order: jax.Array  # (S,) 1 or 2 per accepted step
+
+
+def _code(r) -> jax.Array:
+    return jnp.asarray(int(r), jnp.int32)
+
+
+def _residual_fn(problem):
+    def fn(x, args):
+        params, q, qd, a, b = args
+        return problem.residual(x, params) + a * (problem.charge(x, params) - q) - b * qd
+    return fn
+
+
+def newton(problem, cfg, ls, x_pred, args, atol):
+    """Newton on one step's ``G``; returns ``(x, converged, iterations)``."""
+    fn = _residual_fn(problem)
+    params = args[0]
+
+    def body(c):
+        x, it, _, ok = c
+        f, op = ls.linearize(fn, x, args)
+        dx = -ls.solve(op, f)
+        finite = jnp.all(jnp.isfinite(dx)) & jnp.all(jnp.isfinite(f))
+        dx = jnp.where(finite, dx, 0.0)
+        frac = jnp.ones((), x.dtype)
+        if problem.step_limit is not None:
+            got = jnp.asarray(problem.step_limit(x, dx, params), x.dtype)
+            frac = jnp.where(jnp.isfinite(got) & (got > 0), jnp.minimum(got, 1.0), 1.0)
+        new = x + frac * dx
+        conv = finite & (frac >= 1.0) & jnp.all(
+            jnp.abs(dx) <= cfg.newton_tol * (atol + cfg.rtol * jnp.abs(new)))
+        return new, it + 1, conv, finite
+
+    init = (x_pred, jnp.zeros((), jnp.int32), jnp.zeros((), bool), jnp.ones((), bool))
+    x, it, conv, ok = lax.while_loop(
+        lambda c: ~c[2] & c[3] & (c[1] < cfg.newton_steps), body, init)
+    return x, conv & ok, it
+
+
+def init_state(problem, cfg, params, x0, t0, t_end, h0, start_ok) -> State:
+    dtype, n, S = x0.dtype, x0.shape[0], cfg.max_steps
+    q0 = problem.charge(x0, problem.at(params, t0))
+    # Without saved steps the record shrinks to one entry: a batched while_loop selects
+    # its whole carry at every iteration, so its size would cost time.
+    keep = S + 1 if cfg.save_steps else 1
+    zero = jnp.zeros((), jnp.int32)
+    bp = jnp.minimum(_next_break(problem, problem.at(params, t0), t0, t_end), t_end)
+    return State(t0, h0, x0, q0, jnp.zeros_like(q0), jnp.full((HIST,), t0, dtype),
+                 jnp.broadcast_to(x0, (HIST, n)), zero + 1, jnp.zeros((), bool), zero + 1, bp,
+                 zero, zero, zero,
+                 jnp.where(start_ok, _code(R.successful), _code(R.initial_point_failed)),
+                 ~start_ok, jnp.zeros((keep,), dtype).at[0].set(t0),
+                 jnp.zeros((keep, n), dtype).at[0].set(x0),
+                 jnp.zeros((max(keep - 1, 1),), jnp.int8))
+
+
+def _next_break(problem, params, t, t_end):
+    """The next breakpoint, ignoring corners within a relative 1e-12 of the span after ``t``
+    (the same corner computed another way, e.g. a pulse's end at the next period's start)."""
+    return problem.next_breakpoint(params, t + 1e-12 * jnp.maximum(jnp.abs(t_end), jnp.abs(t)))
+
+
+def _error(cfg, order, hist_t, hist_x, n_pts, t1, x1, h, atol, mask):
+    """Scaled local truncation error (<= 1 passes) of a step of ``order`` over the unknowns
+    in ``mask`` (the differential ones); 0 when the history is too short to estimate it.
+    The first steps after a breakpoint use points before it: the kink inflates the
+    estimate, so these steps are conservative (as SPICE's)."""
+    ts = jnp.concatenate([t1[None], hist_t])
+    xs = jnp.concatenate([x1[None], hist_x])
+    scale = cfg.lte_factor * (atol + cfg.rtol * jnp.maximum(jnp.abs(x1), jnp.abs(hist_x[0])))
+    dd2 = divided_difference(ts, xs, 3) * h ** 2  # backward Euler: h^2 x''/2
+    dd3 = divided_difference(ts, xs, 4) * h ** 3 * 0.5  # trapezoidal: h^3 x'''/12
+    lte = jnp.where(order == 1, dd2, dd3)
+    enough = n_pts + 1 >= order + 2
+    ratio = jnp.where(mask, jnp.abs(lte) / scale, 0.0)
+    return jnp.where(enough, jnp.max(ratio, initial=0.0), 0.0)
+
+
+BUFFERS = ("rec_t", "rec_x", "rec_order")
+
+
+def step(problem, cfg, ls, params, t_end, hmin, atol, mask, s: State) -> State:
+    """One attempted step (accepted or rejected; nothing changes once ``s.done``). The
+    buffers are written only where a step is accepted (masked indices, no copies)."""
+    n_hist = jnp.where(s.at_break, 1, s.n_hist)
+    use_trap = (cfg.order == 2) & (n_hist >= 3)
+    order = jnp.where(use_trap, 2, 1)
+    h = jnp.minimum(s.h, cfg.hmax)
+    land = s.t + h >= s.bp - 0.1 * h
+    h = jnp.where(land, s.bp - s.t, h)
+    t1 = jnp.where(land, s.bp, s.t + h)
+    valid = jnp.arange(HIST) < jnp.minimum(n_hist, order + 1)
+    x_pred = lagrange_weights(s.hist_t, valid, t1) @ s.hist_x
+    a = jnp.where(use_trap, 2.0, 1.0) / h
+    b = jnp.where(use_trap, 1.0, 0.0)
+    p1 = problem.at(params, t1)
+    x1, ok, iters = newton(problem, cfg, ls, x_pred, (p1, s.q, s.qd, a, b), atol)
+    err = _error(cfg, order, s.hist_t, s.hist_x, s.n_pts, t1, x1, h, atol, mask)
+    ok = ok & jnp.isfinite(err)
+    accept = ok & (err <= 1.0) & ~s.done
+    factor = jnp.clip(0.9 * jnp.where(err > 0, err, 1e-30) ** (-1.0 / (order + 1.0)), 0.2, 2.0)
+    h_next = jnp.where(ok, h * factor, h / 8.0)
+    new = _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, t_end, accept)
+    new = new._replace(n_hist=jnp.minimum(n_hist + 1, HIST))
+    new = new._replace(n_newton=s.n_newton + iters)
+    rejected = s._replace(h=h_next, n_rej=s.n_rej + 1, n_newton=s.n_newton + iters)
+    out = _finish(cfg, _select(accept, new, rejected, new), t_end, hmin)
+    return _select(s.done, s, out, out)
+
+
+def _select(cond, a: State, b: State, written: State) -> State:
+    """``a`` where ``cond`` else ``b`` for the small fields; the buffers of ``written``."""
+    return State(*[getattr(written, f) if f in BUFFERS
+                   else jnp.where(cond, getattr(a, f), getattr(b, f)) for f in State._fields])
+
+
+def _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, t_end, accept) -> State:
+    q1 = problem.charge(x1, p1)
+    qd1 = a * (q1 - s.q) - b * s.qd
+    hist_t = jnp.concatenate([t1[None], s.hist_t[:-1]])
+    hist_x = jnp.concatenate([x1[None], s.hist_x[:-1]])
+    n_acc = s.n_acc + 1
+    at = jnp.where(accept, n_acc, cfg.max_steps + 2)  # out of bounds: dropped
+    rec_t, rec_x, rec_order = s.rec_t, s.rec_x, s.rec_order
+    if cfg.save_steps:
+        rec_t = rec_t.at[at].set(t1, mode="drop")
+        rec_x = rec_x.at[at].set(x1, mode="drop")
+        rec_order = rec_order.at[at - 1].set(order.astype(jnp.int8), mode="drop")
+    bp = jnp.minimum(jnp.where(land, _next_break(problem, p1, t1, t_end), s.bp), t_end)
+    restart = 0.1 * jnp.minimum(h, bp - t1)
+    return s._replace(
+        t=t1, h=jnp.where(land, restart, h_next), x=x1, q=q1, qd=qd1, hist_t=hist_t,
+        hist_x=hist_x, at_break=land, n_pts=jnp.minimum(s.n_pts + 1, HIST), bp=bp,
+        n_acc=n_acc, rec_t=rec_t, rec_x=rec_x, rec_order=rec_order)
+
+
+def _finish(cfg, s: State, t_end, hmin) -> State:
+    ended = s.t >= t_end
+    full = s.n_acc >= cfg.max_steps
+    tiny = s.h < hmin
+    bad = ~jnp.all(jnp.isfinite(s.x))
+    result = jnp.where(ended, _code(R.successful), jnp.where(
+        bad, _code(R.nonfinite), jnp.where(tiny, _code(R.step_too_small), jnp.where(
+            full, _code(R.max_steps_reached), s.result))))
+    return s._replace(result=result, done=ended | full | tiny | bad)
+
+
+class Output(NamedTuple):
+    ys: jax.Array  # (G, n) the states on the grid (NaN after a member stopped early)
+    g_idx: jax.Array  # (G, HIST) accepted steps interpolated for each grid point
+    g_w: jax.Array  # (G, HIST) their weights
+
+
+def integrate(problem, cfg, ls, params, x0, start_ok, grid, t0, h0, hmin, atol, mask):
+    """The whole time run of one member from ``x0`` at ``t0`` to ``grid[-1]``: a scan over
+    the output times, each stepping until it passes the time, then interpolating (cubic at
+    most, through points since the last breakpoint). The output is no part of the loops'
+    carry, which a batched ``while_loop`` selects whole at every iteration."""
+    t_end = grid[-1]
+    s = init_state(problem, cfg, params, x0, t0, t_end, h0, start_ok)
+    advance = lambda s: step(problem, cfg, ls, params, t_end, hmin, atol, mask, s)  # noqa: E731
+
+    def output(s, tg):
+        s = lax.while_loop(lambda s: ~s.done & (s.t < tg), advance, s)
+        valid = jnp.arange(HIST) < s.n_hist
+        w = lagrange_weights(s.hist_t, valid, tg)
+        y = jnp.where(s.t >= tg, w @ s.hist_x, jnp.nan)
+        idx = jnp.maximum(s.n_acc - jnp.arange(HIST), 0).astype(jnp.int32)
+        return s, Output(y, idx, w)
+
+    return lax.scan(output, s, grid)
+
+
+def replay(problem, ls, params, x0, s: State, out: Output, n_steps: int) -> jax.Array:
+    """The grid output recomputed from the recorded steps, differentiable in ``params`` and
+    ``x0``: each accepted state is its step's root with an implicit derivative."""
+    fn = _residual_fn(problem)
+    q0 = problem.charge(x0, problem.at(params, s.rec_t[0]))
+
+    def body(carry, j):
+        x, q, qd = carry
+        trap = s.rec_order[j] == 2
+        h = s.rec_t[j + 1] - s.rec_t[j]
+        a = jnp.where(trap, 2.0, 1.0) / jnp.where(h > 0, h, 1.0)
+        b = jnp.where(trap, 1.0, 0.0)
+        p1 = problem.at(params, s.rec_t[j + 1])
+        live = j < s.n_acc
+        x1 = implicit_solution(fn, ls, s.rec_x[j + 1], (p1, q, qd, a, b))
+        q1 = problem.charge(x1, p1)
+        qd1 = a * (q1 - q) - b * qd
+        pick = lambda u, v: jnp.where(live, u, v)  # noqa: E731
+        return (pick(x1, x), pick(q1, q), pick(qd1, qd)), pick(x1, x)
+
+    _, xs = lax.scan(body, (x0, q0, jnp.zeros_like(q0)), jnp.arange(n_steps))
+    xs = jnp.concatenate([x0[None], xs])
+    return jnp.einsum("gk,gkn->gn", out.g_w, xs[out.g_idx])
+
+
+def start_root(problem, ls, params, x_star, t0) -> jax.Array:
+    """The DC operating point ``x_star`` with its implicit derivative."""
+    return implicit_solution(lambda x, p: problem.residual(x, p), ls, x_star,
+                             problem.at(params, t0))
+

@@ -2,9 +2,21 @@
 import os
 
 import jax
+import pytest
 
 # the command line keeps compiled programs on disk; tests must not write to the home directory
 os.environ.setdefault("SIMGRAPH_COMPILATION_CACHE", "0")
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_rank_promotion", "raise")
+
+
+@pytest.fixture(autouse=True)
+def _no_persistent_compilation_cache():
+    """Fail the test that turns JAX's persistent compilation cache on in the test process:
+    JAX decides once per process whether to use it, so it would stay on for every later
+    test of this worker (writing compiled programs into a deleted temporary directory)."""
+    yield
+    assert jax.config.jax_compilation_cache_dir is None, (
+        "this test left JAX's persistent compilation cache on; test the CLI's decision with "
+        "solvers.enable_compilation_cache mocked, or the cache itself in a subprocess")

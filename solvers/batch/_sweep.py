@@ -107,8 +107,9 @@ def sweep_flat(problem: Any, method: Any, x0: Any, params: Any, params_axes: Any
     solver = ChunkSolver(problem, method, x0, params, axes)
     results = _finished(store, plan, plan.owned(pid))
     pending = [k for k in plan.owned(pid) if k not in results]
-    meter = _Meter(progress, size)
-    meter.update(_done(plan, results))
+    # progress=False: no meter, and no collective per step to count finished members
+    meter = None if progress is False else _Meter(progress, size)
+    _count(meter, plan, results)
     for step in range(int(all_counts(len(pending)).max())):
         k = pending[step] if step < len(pending) else None
         members = np.arange(*plan.bounds(0 if k is None else k))
@@ -117,8 +118,9 @@ def sweep_flat(problem: Any, method: Any, x0: Any, params: Any, params_axes: Any
             results[k] = out
             if store is not None:
                 store.save(*plan.bounds(k), {**out, **solver.inputs(members)})
-        meter.update(_done(plan, results))
-    meter.close()
+        _count(meter, plan, results)
+    if meter is not None:
+        meter.close()
     own = [results[k] for k in plan.owned(pid)] or [solver.empty()]
     mine = {f: np.concatenate([r[f] for r in own]) for f in FIELDS}
     if gather:
@@ -142,6 +144,11 @@ def _finished(store: Optional[SweepStore], plan: ChunkPlan, chunks: range) -> di
                  jax.process_index(), len(found), len(chunks), store.directory,
                  ", ".join(map(str, sorted(found))))
     return found
+
+
+def _count(meter: Optional["_Meter"], plan: ChunkPlan, results: dict) -> None:
+    if meter is not None:
+        meter.update(_done(plan, results))
 
 
 def _done(plan: ChunkPlan, results: dict) -> int:

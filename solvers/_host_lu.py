@@ -43,6 +43,25 @@ def csc_structure(pattern: SparsityPattern):
     return order, pattern.rows[order].astype(np.int32), indptr
 
 
+@functools.lru_cache(maxsize=32)
+def ordering_cost(pattern: SparsityPattern, permc_spec: str) -> tuple[int, int]:
+    """``(nnz(L) + nnz(U), multiply-adds)`` of a factorization of the pattern with a symmetric
+    ordering (``"MMD_AT_PLUS_A"`` or ``"ND"``), measured by factoring a diagonally dominant
+    matrix of that pattern (the diagonal pivots, so the count is the ordering's own fill).
+    The ordering is cached as a real factorization's (`factor`), which then reuses it."""
+    if permc_spec not in REUSABLE_ORDERINGS:
+        raise ValueError(f"ordering_cost takes a symmetric ordering "
+                         f"({', '.join(REUSABLE_ORDERINGS)}), got {permc_spec!r}.")
+    order, indices, indptr = csc_structure(pattern)
+    degree = np.bincount(pattern.rows, minlength=pattern.shape[0]) + 1.0
+    values = np.where(pattern.rows == pattern.cols, degree[pattern.rows], -1.0)
+    csc = sp.csc_matrix((values[order], indices, indptr), shape=pattern.shape)
+    lu = factor(csc, pattern, permc_spec, 0.1).lu
+    below = np.diff(lu.L.tocsc().indptr) - 1  # L's unit diagonal is stored
+    right = np.diff(lu.U.tocsr().indptr) - 1
+    return int(lu.L.nnz + lu.U.nnz), int(np.sum(below * right + below))
+
+
 def symmetric_with_diagonal(rows, cols, n: int) -> bool:
     """Whether a pattern is (nearly) structurally symmetric (90% of its entries mirrored)
     with (nearly) all its diagonal (at most 5% missing): the patterns that minimum degree on

@@ -13,8 +13,9 @@ Rules (measured on a 2-core CPU, see ``benchmarks/sparse_linear.py`` and
 4. Otherwise the sparse rules: `BandedLU` for a narrow band (at most ``band_ratio`` times
    `SparseLU`'s multiply-adds and within ``max_products``); `SparseLU` within
    ``max_products`` (pure JAX, fast for big ``vmap`` batches, runs on GPU); on CPU with a
-   batch of at most ``host_batch``: `host_solver`; else `SparseKrylov` (memory linear in
-   nnz). Patterns above ``max_analyse`` unknowns skip the (host) LU analysis.
+   batch of at most ``host_batch`` or at least ``HOST_BATCH_MIN`` unknowns: `host_solver`
+   (one member at a time); else `SparseKrylov` (memory linear in nnz). Patterns above
+   ``max_analyse`` unknowns skip the (host) LU analysis.
 
 Choices are cached per pattern, options and platform.
 """
@@ -55,6 +56,11 @@ ND_TRY_FILL = 4.0
 #: degree's multiply-adds: on 2-D grids the two are within 10% (its short, bushy elimination
 #: tree factors faster at equal counts); on transmission grids it needs 7-250 times as many.
 ND_SLACK = 1.25
+#: On CPU, batches of systems this large that `SparseLU` cannot take get the host LU too,
+#: whatever the batch size: a member's factorization outweighs the callback's cost, and
+#: `SparseKrylov` stalls on network Jacobians (case_ACTIVSg2000, 3 607 unknowns: a 100-member
+#: load sweep did not finish in 240 s; per member with SuperLU it takes ~10 ms a scenario).
+HOST_BATCH_MIN = 1000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,7 +122,8 @@ class AutoLinearSolver(AbstractLinearSolver):
                 return BandedLU(pattern)
             if products <= self.max_products:
                 return SparseLU(pattern)
-        if backend == "cpu" and (self.batch_size or 1) <= self.host_batch:
+        if backend == "cpu" and ((self.batch_size or 1) <= self.host_batch
+                                 or n >= HOST_BATCH_MIN):
             return host_solver(pattern)
         return SparseKrylov(pattern)
 

@@ -174,14 +174,18 @@ def grids(quick: bool, out: Path) -> Section:
         "grids", "Real power grids: large MATPOWER cases through the CLI (issue 14)",
         (pg.__doc__ or "").split("\n\n", 1)[1].split("Run:")[0].strip()
         + "\n\n`cli_s` = one fresh `python -m scenarios run powerflow --input CASE.m --json` "
-        "process (import, parse, build, lower, compile, solve, write JSON), `cli_peak_rss_gb` "
+        "process with an empty compilation cache (import, parse, build, lower, compile, solve, "
+        "write JSON), `cli_cpu_s` its CPU seconds (steadier than wall time on a shared "
+        "machine), `cli_cached_s` the same command again (the compiled F and J read from the "
+        "cache the first run filled), `cli_peak_rss_gb` "
         "its peak resident memory; `max_dVm`/`max_dVa_deg` its answer against the reference "
         f"(`match`: converged, <= {pg.VM_TOL:g} p.u. and <= {pg.VA_TOL:g} deg); `warm_s` = "
         "`model.solve()` in one process after the first call (median); `linear_solver` = what "
         "`solvers.default_method` chose, `fill` = nnz(L+U)/nnz(J) of its factorization at the "
-        "solution, `fill_mmd` the same with SuperLU's minimum degree on A^T+A. Ratios are "
-        "peer time / ours (> 1: we are faster): `pp_cold_vs_cli` against "
-        "pandapower's cold process, `pp_vs_warm` against pandapower's `runpp`, "
+        "solution, `fill_mmd` the same with SuperLU's minimum degree on A^T+A, `fill_nd` "
+        "with our nested dissection. Ratios are "
+        "peer time / ours (> 1: we are faster): `pp_cold_vs_cli` and `pp_cold_vs_cached` "
+        "against pandapower's cold process, `pp_vs_warm` against pandapower's `runpp`, "
         "`pp_ls2g_vs_warm` against pandapower in lightsim2grid mode, `klu_vs_warm` against "
         "lightsim2grid's KLU Newton alone. Targets: `match` everywhere, CLI faster than "
         "pandapower's cold process, warm faster than `runpp` and within 2x of lightsim2grid "
@@ -194,9 +198,9 @@ def grids(quick: bool, out: Path) -> Section:
                              "recorded warm `runpp` time, once per scenario. The sweep's "
                              "`linear_solver` is what `solvers.default_method` picks for that "
                              "batch size; `cli_s` is the fresh `--sweep` process (compile "
-                             "included), `warm_s` the same sweep in one process after a "
-                             "first call (10 scenarios only); `per_scenario_ms` uses `warm_s` "
-                             "where measured, else `cli_s`.")
+                             "included), `warm_s` (`warm_cpu_s`: CPU seconds) the same sweep "
+                             "in one process after a first call; `per_scenario_ms` uses "
+                             "`warm_s`.")
     if not rows:
         section.notes.append(f"Not measured: {pg.SHARED} is absent.")
     if quick:

@@ -46,10 +46,11 @@ PEERS = {
 #: Accuracy the issue asks for, against the reference (p.u., degrees).
 VM_TOL, VA_TOL = 1e-6, 1e-4
 COLUMNS = ("case", "buses", "unknowns", "start", "iterations", "max_dVm", "max_dVa_deg", "match",
-           "cli_s", "cli_peak_rss_gb", "warm_s", "linear_solver", "fill", "fill_mmd",
-           "pp_cold_vs_cli", "pp_vs_warm", "pp_ls2g_vs_warm", "klu_vs_warm")
+           "cli_s", "cli_cpu_s", "cli_cached_s", "cli_peak_rss_gb", "warm_s", "linear_solver",
+           "fill", "fill_mmd", "fill_nd", "pp_cold_vs_cli", "pp_cold_vs_cached", "pp_vs_warm",
+           "pp_ls2g_vs_warm", "klu_vs_warm")
 SWEEP_COLUMNS = ("case", "scenarios", "linear_solver", "converged", "cli_s", "cli_peak_rss_gb",
-                 "warm_s", "per_scenario_ms", "pandapower_ms", "pp_vs_ours")
+                 "warm_s", "warm_cpu_s", "per_scenario_ms", "pandapower_ms", "pp_vs_ours")
 
 
 def available(names=CASES) -> list[str]:
@@ -58,25 +59,29 @@ def available(names=CASES) -> list[str]:
             and (SHARED / "data" / f"{c}.json").is_file()]
 
 
-#: Runs its arguments as a child and prints the child's peak RSS (KB) last on stderr. A child
-#: forked straight from the benchmark would inherit the benchmark's high-water mark (Linux
-#: keeps it through fork and exec); one forked from this small process does not.
+#: Runs its arguments as a child and prints the child's peak RSS (KB) and CPU seconds (user +
+#: system) last on stderr. A child forked straight from the benchmark would inherit the
+#: benchmark's high-water mark (Linux keeps it through fork and exec); one forked from this
+#: small process does not.
 _LAUNCHER = ("import os, subprocess, sys; child = subprocess.Popen(sys.argv[1:]); "
              "_, status, usage = os.wait4(child.pid, 0); "
-             "print(usage.ru_maxrss, file=sys.stderr); "
+             "print(usage.ru_maxrss, usage.ru_utime + usage.ru_stime, file=sys.stderr); "
              "sys.exit(os.waitstatus_to_exitcode(status))")
 
 
-def cli_run(case: str, args: tuple = (), timeout: float | None = None
-            ) -> tuple[float, float, dict | None]:
-    """``(wall s, peak RSS GB, JSON document)`` of one fresh ``python -m scenarios`` process
-    (document None: killed after ``timeout`` seconds)."""
+def cli_run(case: str, args: tuple = (), timeout: float | None = None,
+            cache: str | None = None) -> tuple[float, float, dict | None, float]:
+    """``(wall s, peak RSS GB, JSON document, CPU s)`` of one fresh ``python -m scenarios``
+    process (document None: killed after ``timeout`` seconds); ``cache``: the compilation
+    cache directory it uses (default: the user's)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "pf.json"
         command = [sys.executable, "-c", _LAUNCHER, sys.executable, "-m", "scenarios", "run",
                    "powerflow", "--input", str(SHARED / "matpower" / f"{case}.m"), "--json",
                    str(out), *args]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        if cache is not None:
+            env["SIMGRAPH_COMPILATION_CACHE"] = cache
         start = time.perf_counter()
         child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, start_new_session=True)
@@ -88,10 +93,11 @@ def cli_run(case: str, args: tuple = (), timeout: float | None = None
         if timer:
             timer.cancel()
         if timeout and wall >= timeout:
-            return wall, float("nan"), None
+            return wall, float("nan"), None, float("nan")
         if child.returncode not in (0, 1):
             raise RuntimeError(f"the CLI failed on {case} ({child.returncode}): {err[-3:]}")
-        return wall, int(err[-1]) / 1e6, json.loads(out.read_text())
+        rss, cpu = err[-1].split()
+        return wall, int(rss) / 1e6, json.loads(out.read_text()), float(cpu)
 
 
 def deviations(case: str, doc: dict) -> tuple[float, float]:
@@ -113,15 +119,16 @@ def in_process(case: str, repeats: int) -> dict:
     model = build_powerflow(read_matpower(SHARED / "matpower" / f"{case}.m"))
     result = model.solve()
     warm = median_time(model.solve, repeats=repeats, number=1)
-    solver, fill, fill_mmd = factor_fill(model, result)
+    solver, fill, fill_mmd, fill_nd = factor_fill(model, result)
     return {"warm_s": warm, "linear_solver": solver, "fill": fill, "fill_mmd": fill_mmd,
-            "unknowns": int(result.solved.system.n)}
+            "fill_nd": fill_nd, "unknowns": int(result.solved.system.n)}
 
 
-def factor_fill(model, result) -> tuple[str, float | None, float | None]:
+def factor_fill(model, result) -> tuple[str, float | None, float | None, float | None]:
     """The default method's linear solver and, for a host LU, nnz(L + U) / nnz(J) of the
-    Jacobian at the solution with that solver's ordering and with SuperLU's minimum degree
-    on A^T + A (the reference for "a good fill-reducing ordering")."""
+    Jacobian at the solution with that solver's ordering, with SuperLU's minimum degree on
+    A^T + A (the reference for "a good fill-reducing ordering") and with our nested
+    dissection (what was chosen before the choice compared the two)."""
     import scipy.sparse as sp
 
     import solvers
@@ -132,49 +139,53 @@ def factor_fill(model, result) -> tuple[str, float | None, float | None]:
     linear = getattr(solvers.default_method(system), "linear_solver", None)
     name = type(linear).__name__
     if not isinstance(linear, solvers.SparseHostLU):
-        return name, None, None
+        return name, None, None, None
     pattern = system.sparsity_pattern()
     _, values = sparse_jacobian(system.residual, result.solved.solution.x, system.params,
                                 pattern)
     jac = sp.csc_matrix((np.asarray(values), (pattern.rows, pattern.cols)), shape=pattern.shape)
     jac.sort_indices()
     fills = [factor(jac, pattern, spec, linear.diag_pivot_thresh).fill / pattern.nnz
-             for spec in (linear.permc_spec, "MMD_AT_PLUS_A")]
+             for spec in (linear.permc_spec, "MMD_AT_PLUS_A", "ND")]
     return f"{name}({linear.permc_spec})", *fills
 
 
 def case_row(case: str, repeats: int) -> dict:
-    cli_s, rss, doc = cli_run(case)
+    """The CLI with an empty compilation cache (its answer is checked), then again with the
+    cache that run filled; the warm solve and the fill in this process."""
+    with tempfile.TemporaryDirectory() as cache:
+        cli_s, rss, doc, cpu = cli_run(case, cache=cache)
+        cached_s = cli_run(case, cache=cache)[0]
     dvm, dva = deviations(case, doc)
     row = {"case": case, "buses": len(doc["vm"]), "start": doc["start"],
            "iterations": doc["iterations"], "max_dVm": dvm, "max_dVa_deg": dva,
            "match": bool(doc["converged"] and dvm <= VM_TOL and dva <= VA_TOL),
-           "cli_s": cli_s, "cli_peak_rss_gb": rss, **in_process(case, repeats)}
+           "cli_s": cli_s, "cli_cpu_s": cpu, "cli_cached_s": cached_s, "cli_peak_rss_gb": rss,
+           **in_process(case, repeats)}
     pp, pp_ls, klu, pp_cold, _ = PEERS[case]
-    row.update(pp_cold_vs_cli=pp_cold / cli_s, pp_vs_warm=pp / row["warm_s"],
-               pp_ls2g_vs_warm=pp_ls / row["warm_s"], klu_vs_warm=klu / row["warm_s"])
+    row.update(pp_cold_vs_cli=pp_cold / cli_s, pp_cold_vs_cached=pp_cold / cached_s,
+               pp_vs_warm=pp / row["warm_s"], pp_ls2g_vs_warm=pp_ls / row["warm_s"],
+               klu_vs_warm=klu / row["warm_s"])
     return row
 
 
 def sweep_row(case: str, count: int, timeout: float = 240.0, cli: bool = True) -> dict:
     """``--sweep load_scale=0.8:1.2:COUNT`` through a fresh CLI process (one batched solve,
-    compile included; killed after ``timeout`` s) and, for at most 10 scenarios, the same
-    sweep in one process after a first call (warm). Per scenario (warm, else the CLI's)
-    against pandapower's recorded warm ``runpp``."""
+    compile included; killed after ``timeout`` s) and the same sweep in one process after a
+    first call (warm; wall and CPU seconds). Per scenario (warm, else the CLI's) against
+    pandapower's recorded warm ``runpp``."""
     import solvers
     from scenarios.powerflow import DEFAULT_METHOD, build_powerflow, read_matpower
 
     model = build_powerflow(read_matpower(SHARED / "matpower" / f"{case}.m"))
     linear = DEFAULT_METHOD(solvers.System.build(model.graph), count).linear_solver
-    wall, rss, doc = (cli_run(case, ("--sweep", f"load_scale=0.8:1.2:{count}"), timeout)
-                      if cli else (None, None, None))
-    warm, converged = None, None
-    if count <= 10:
-        values = np.linspace(0.8, 1.2, count)
-        model.sweep(values)
-        start = time.perf_counter()
-        converged = int(model.sweep(values).converged.sum())
-        warm = time.perf_counter() - start
+    wall, rss, doc, _ = (cli_run(case, ("--sweep", f"load_scale=0.8:1.2:{count}"), timeout)
+                         if cli else (None, None, None, None))
+    values = np.linspace(0.8, 1.2, count)
+    model.sweep(values)
+    start, cpu = time.perf_counter(), time.process_time()
+    converged = int(model.sweep(values).converged.sum())
+    warm, cpu = time.perf_counter() - start, time.process_time() - cpu
     per = (warm if warm is not None else wall) / count
     done = doc is not None
     return {"case": case, "scenarios": count,
@@ -182,7 +193,8 @@ def sweep_row(case: str, count: int, timeout: float = 240.0, cli: bool = True) -
             "converged": sum(m["converged"] for m in doc["sweep"]) if done else converged,
             "cli_s": wall if done or not cli else f"> {timeout:.0f} (killed)",
             "cli_peak_rss_gb": rss,
-            "warm_s": warm, "per_scenario_ms": 1e3 * per if done or warm else None,
+            "warm_s": warm, "warm_cpu_s": cpu,
+            "per_scenario_ms": 1e3 * per if done or warm else None,
             "pandapower_ms": 1e3 * PEERS[case][0],
             "pp_vs_ours": PEERS[case][0] / per if done or warm else None}
 

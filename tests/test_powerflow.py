@@ -213,3 +213,97 @@ def test_the_default_method_is_the_library_choice(monkeypatch) -> None:
     assert model.solve().converged
     assert calls[0] == {"batch_size": None, "atol": 1e-10, "rtol": 1e-12}
     assert model.sweep([0.9, 1.1]).converged.all() and calls[-1]["batch_size"] == 2
+
+
+def _symmetric_pattern(a, b, nodes: int, block: int):
+    """Pattern of a graph's Laplacian (edges a-b, every diagonal), ``block`` unknowns per node
+    coupled densely, as a power-flow Jacobian's (Va, Vm) pairs are."""
+    from solvers import SparsityPattern
+    d = np.arange(nodes)
+    r, c = np.concatenate([a, b, d]), np.concatenate([b, a, d])
+    i, j = np.meshgrid(np.arange(block), np.arange(block), indexing="ij")
+    rows = (r[:, None] * block + i.ravel()).ravel()
+    cols = (c[:, None] * block + j.ravel()).ravel()
+    return SparsityPattern(rows, cols, (nodes * block, nodes * block))
+
+
+def _mesh(k: int):
+    """A k x k 2-D grid (5-point stencil): nested dissection's home ground."""
+    idx = np.arange(k * k).reshape(k, k)
+    a = np.concatenate([idx[:, :-1].ravel(), idx[:-1, :].ravel()])
+    b = np.concatenate([idx[:, 1:].ravel(), idx[1:, :].ravel()])
+    return _symmetric_pattern(a, b, k * k, 1)
+
+
+def _transmission(buses: int, seed: int = 0):
+    """A transmission-like grid: a random tree (each bus joined to one of the 30 numbered
+    before it) plus a chord per 8 buses between nearby buses; two unknowns per bus."""
+    rng = np.random.default_rng(seed)
+    b = np.arange(1, buses)
+    a = b - rng.integers(1, np.minimum(b, 30) + 1)
+    extra = rng.integers(0, buses - 40, buses // 8)
+    a = np.concatenate([a, extra])
+    b = np.concatenate([b, extra + rng.integers(5, 40, extra.size)])
+    return _symmetric_pattern(a, b, buses, 2)
+
+
+def test_large_host_lu_orders_by_the_cheaper_factorization() -> None:
+    from solvers.linear._auto import ND_MIN, host_solver
+    from solvers.linear._host_lu import ordering_cost
+    mesh, grid = _mesh(50), _transmission(1200)
+    assert min(mesh.shape[0], grid.shape[0]) >= ND_MIN  # both beyond the small-pattern rule
+    # a meshed 2-D grid keeps nested dissection (as cheap as minimum degree, faster to factor)
+    assert host_solver(mesh).permc_spec == "ND"
+    # a transmission grid gets minimum degree: nested dissection fills far more there
+    solver = host_solver(grid)
+    assert solver.permc_spec == "MMD_AT_PLUS_A" and solver.diag_pivot_thresh == 0.1
+    mmd, nd = ordering_cost(grid, "MMD_AT_PLUS_A"), ordering_cost(grid, "ND")
+    assert nd[0] > 1.5 * mmd[0] and nd[1] > 3 * mmd[1]
+    assert mmd[0] < 2 * grid.nnz  # its factors stay near the Jacobian's size
+
+
+def test_ordering_cost_counts_the_factors_of_a_chain() -> None:
+    from solvers.linear._host_lu import ordering_cost
+    chain = _symmetric_pattern(np.arange(4), np.arange(1, 5), 5, 1)
+    fill, products = ordering_cost(chain, "MMD_AT_PLUS_A")
+    # no fill (L's unit diagonal is counted); per pivot one multiply-add and one divide
+    assert fill == chain.nnz + 5 and products == 2 * 4
+    with pytest.raises(ValueError, match="symmetric ordering.*got 'COLAMD'"):
+        ordering_cost(chain, "COLAMD")
+
+
+def _host_stepped(start: str = "case", scale: float = 1.0):
+    """case89pegase (160 unknowns: the host LU) lowered, its first stage, its load scaled."""
+    import solvers
+    from scenarios.powerflow import DEFAULT_METHOD
+    system = solvers.System.build(build_powerflow(read_case_json(DATA / "case89pegase.json"),
+                                                  start).graph)
+    params = system.set_params(system.params, {".loading.scale": np.float64(scale)})
+    system = solvers.System(system.x0, params, system.structure)
+    newton = DEFAULT_METHOD.stages(system)[0]
+    assert isinstance(newton.linear_solver, solvers.SparseHostLU)
+    return system, newton
+
+
+def test_host_stepped_newton_takes_the_compiled_newtons_steps() -> None:
+    import solvers
+    from scenarios._network_solve import _linearize_jit, host_newton
+    system, newton = _host_stepped("flat")
+    ours, theirs = host_newton(system, newton), solvers.solve(system, newton)
+    assert bool(ours.converged) and bool(theirs.converged)
+    assert int(ours.iterations) == int(theirs.iterations) == reference("case89pegase")[
+        "tool_iterations"]
+    np.testing.assert_allclose(ours.x, theirs.flat.x, rtol=0, atol=1e-12)
+    assert float(ours.residual_norm) <= 1e-10
+    # no host callback in the compiled program: JAX's persistent cache can keep it
+    text = _linearize_jit.lower(newton.linear_solver, system, system.x0).as_text()
+    assert "callback" not in text and "custom_call" not in text
+
+
+def test_host_stepped_newton_gives_up_to_the_fallbacks_when_it_stalls() -> None:
+    from scenarios._network_solve import host_newton
+    system, newton = _host_stepped(scale=40.0)   # far beyond the grid's loadability
+    out = host_newton(system, newton)
+    assert not bool(out.converged) and int(out.iterations) < newton.max_steps
+    assert np.isfinite(out.residual_norm) and np.all(np.isfinite(out.x))  # its best point
+    assert int(out.result) == int(__import__("solvers").RESULTS.line_search_failed)

@@ -13,8 +13,9 @@ Rules (measured on a 2-core CPU, see ``benchmarks/sparse_linear.py`` and
 4. Otherwise the sparse rules: `BandedLU` for a narrow band (at most ``band_ratio`` times
    `SparseLU`'s multiply-adds and within ``max_products``); `SparseLU` within
    ``max_products`` (pure JAX, fast for big ``vmap`` batches, runs on GPU); on CPU with a
-   batch of at most ``host_batch``: `host_solver`; else `SparseKrylov` (memory linear in
-   nnz). Patterns above ``max_analyse`` unknowns skip the (host) LU analysis.
+   batch of at most ``host_batch`` or at least ``HOST_BATCH_MIN`` unknowns: `host_solver`
+   (one member at a time); else `SparseKrylov` (memory linear in nnz). Patterns above
+   ``max_analyse`` unknowns skip the (host) LU analysis.
 
 Choices are cached per pattern, options and platform.
 """
@@ -30,7 +31,7 @@ import numpy as np
 
 from ._banded import BandedLU, banded_beats_dense, banded_products
 from ._dense import DenseLU
-from ._host_lu import symmetric_with_diagonal
+from ._host_lu import ordering_cost, symmetric_with_diagonal
 from ._abstract import AbstractLinearSolver
 from ._schur import schur_plan
 from ._sparse import SparseHostLU, SparseLU, as_pattern
@@ -42,10 +43,24 @@ from ._sparsity import SparsityPattern
 DENSE_LIMIT = 120
 #: Batched solves with more unknowns than this get a sparse LU.
 DENSE_LIMIT_BATCH = 24
-#: From this many unknowns `host_solver` orders symmetric patterns by nested dissection:
-#: measured on the 2-D diode grid, 10% faster factorizations at 2 500 unknowns and 30% at
-#: 25 000 than SuperLU's minimum degree (once per pattern it costs ~25 us per unknown).
+#: From this many unknowns `symmetric_ordering` considers our nested dissection beside
+#: SuperLU's minimum degree: on the 2-D diode grid its factorizations are 10% faster at
+#: 2 500 unknowns and 30% at 25 000 (once per pattern it costs ~25 us per unknown).
 ND_MIN = 2000
+#: ... where minimum degree's factors hold more than this many times the pattern's nonzeros
+#: (2-D grids: 5.8 at 2 500 unknowns, 9 at 25 000). Below it nested dissection has little to
+#: save and costs more than the factorizations of a solve: power-flow Jacobians (1.7-3.2
+#: with minimum degree) get 3-8 times that fill from it (ACTIVSg10k: 17.8 against 2.2).
+ND_TRY_FILL = 4.0
+#: Nested dissection is kept while its factorization needs at most this many times minimum
+#: degree's multiply-adds: on 2-D grids the two are within 10% (its short, bushy elimination
+#: tree factors faster at equal counts); on transmission grids it needs 7-250 times as many.
+ND_SLACK = 1.25
+#: On CPU, batches of systems this large that `SparseLU` cannot take get the host LU too,
+#: whatever the batch size: a member's factorization outweighs the callback's cost, and
+#: `SparseKrylov` stalls on network Jacobians (case_ACTIVSg2000, 3 607 unknowns: a 100-member
+#: load sweep did not finish in 240 s; per member with SuperLU it takes ~10 ms a scenario).
+HOST_BATCH_MIN = 1000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,7 +122,8 @@ class AutoLinearSolver(AbstractLinearSolver):
                 return BandedLU(pattern)
             if products <= self.max_products:
                 return SparseLU(pattern)
-        if backend == "cpu" and (self.batch_size or 1) <= self.host_batch:
+        if backend == "cpu" and ((self.batch_size or 1) <= self.host_batch
+                                 or n >= HOST_BATCH_MIN):
             return host_solver(pattern)
         return SparseKrylov(pattern)
 
@@ -132,20 +148,35 @@ def host_solver(rows, cols=None, shape=None) -> SparseHostLU:
     """The host LU for one large system: `host_ordering`'s ordering, with diagonal threshold
     pivoting (``diag_pivot_thresh=0.1``) for the symmetric one; for a saddle point whose
     Schur complement is symmetric with its diagonal (a pipe network: eliminating the flows
-    leaves a weighted Laplacian on the heads, as EPANET's GGA does) ``schur=True`` with that
-    symmetric ordering on the complement: at 10^5 unknowns a Newton step takes a quarter of
-    COLAMD's time on the whole matrix. From ``ND_MIN`` unknowns the symmetric ordering is
-    our nested dissection (``"ND"``) instead of SuperLU's minimum degree."""
+    leaves a weighted Laplacian on the heads, as EPANET's GGA does) ``schur=True`` with a
+    symmetric ordering on the complement (from ``ND_MIN`` unknowns our nested dissection):
+    at 10^5 unknowns a Newton step takes a quarter of COLAMD's time on the whole matrix.
+    The symmetric ordering of the whole matrix is `symmetric_ordering`'s."""
     pattern = as_pattern(rows, cols, shape)
     order = host_ordering(pattern.rows, pattern.cols)
-    symmetric = "ND" if pattern.shape[0] >= ND_MIN else "MMD_AT_PLUS_A"
     if order == "COLAMD":
         plan = schur_plan(pattern)
         if plan is not None and plan.symmetric:
-            return SparseHostLU(pattern, permc_spec=symmetric, diag_pivot_thresh=0.1,
+            complement = "ND" if pattern.shape[0] >= ND_MIN else "MMD_AT_PLUS_A"
+            return SparseHostLU(pattern, permc_spec=complement, diag_pivot_thresh=0.1,
                                 schur=True)
         return SparseHostLU(pattern, permc_spec=order)
-    return SparseHostLU(pattern, permc_spec=symmetric, diag_pivot_thresh=0.1)
+    return SparseHostLU(pattern, permc_spec=symmetric_ordering(pattern), diag_pivot_thresh=0.1)
+
+
+def symmetric_ordering(pattern: SparsityPattern) -> str:
+    """``"MMD_AT_PLUS_A"`` (SuperLU's minimum degree on A^T + A) or ``"ND"`` (our nested
+    dissection), from the multiply-adds of a factorization with each (`ordering_cost`, once
+    per pattern; the orderings are kept for the solve): ND where it needs at most
+    ``ND_SLACK`` times minimum degree's. It is tried only from ``ND_MIN`` unknowns and where
+    minimum degree fills more than ``ND_TRY_FILL`` times the pattern: 2-D grids keep it,
+    transmission grids (sparse, tree-like meshes) never get it."""
+    if pattern.shape[0] < ND_MIN:
+        return "MMD_AT_PLUS_A"
+    fill, products = ordering_cost(pattern, "MMD_AT_PLUS_A")
+    if fill <= ND_TRY_FILL * pattern.nnz:
+        return "MMD_AT_PLUS_A"
+    return "ND" if ordering_cost(pattern, "ND")[1] <= ND_SLACK * products else "MMD_AT_PLUS_A"
 
 
 def host_ordering(rows, cols) -> str:

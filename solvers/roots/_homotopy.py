@@ -18,15 +18,12 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
-from ._method import (AbstractRootMethod, FlatProblem, all_finite, check_count,
-                      check_tolerances, code, freeze, max_abs)
+from ._iterate import AbstractIterativeMethod, Progress
+from ._method import FlatProblem, all_finite, check_count, check_tolerances, code, max_abs
 from ._newton import Newton
-from ._shape import check_square
 from ._path import Corrected, correct, tangent
 from .._result import RESULTS
-from ._solution import FlatSolution, make_solution
 
 _START, _TRACK, _POLISH = 0, 1, 2
 
@@ -37,11 +34,7 @@ class _State(NamedTuple):
     ds: jax.Array       # next arclength step
     phase: jax.Array
     polishes: jax.Array
-    steps: jax.Array
-    num_fev: jax.Array
-    num_jev: jax.Array
-    result: jax.Array
-    done: jax.Array
+    f0: jax.Array       # F(x0) for the Newton homotopy (zeros with a continuation)
 
 
 def _path(problem: FlatProblem):
@@ -53,7 +46,7 @@ def _path(problem: FlatProblem):
 
 
 @dataclasses.dataclass(frozen=True)
-class Homotopy(AbstractRootMethod):
+class Homotopy(AbstractIterativeMethod):
     """Continuation in t from 0 to 1 with ``inner`` (a Newton) as corrector and polisher.
 
     ``steps`` sets the first step (about 1/steps in t); steps then double when the corrector
@@ -75,23 +68,21 @@ class Homotopy(AbstractRootMethod):
             check_count(self, name, minimum)
         check_tolerances(self, "min_cosine")
 
-    def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
-        check_square(problem.fn, x0, params, self)
-        hfun, at = _path(problem)
+    def start(self, problem: FlatProblem, x0, params: Any, active):
+        """Any finite start begins a path (F(x0) is the Newton homotopy's, not a check)."""
         inputs_ok = jnp.all(jnp.isfinite(x0)) & all_finite(params)
         x0 = jnp.where(jnp.isfinite(x0), x0, 0.0)
         f0 = problem.fn(x0, params) if problem.continuation is None else jnp.zeros_like(x0)
-        aux = (params, f0)
+        return x0, f0, code(RESULTS.nonfinite_input), ~active | ~inputs_ok
+
+    def init(self, problem: FlatProblem, x0, f0, params: Any, options: Any) -> _State:
         z0 = jnp.concatenate([x0, jnp.zeros((1,), x0.dtype)])
         zero = jnp.zeros((), jnp.int32)
-        state = _State(z0, jnp.zeros_like(z0), jnp.zeros((), x0.dtype), zero + _START, zero,
-                       zero, zero + 1, zero, code(RESULTS.nonfinite_input),
-                       ~active | ~inputs_ok)
-        state = lax.while_loop(lambda s: ~s.done,
-                               lambda s: self._advance(problem, hfun, at, aux, s), state)
+        return _State(z0, jnp.zeros_like(z0), jnp.zeros((), x0.dtype), zero + _START, zero, f0)
+
+    def finish(self, problem: FlatProblem, params: Any, state: _State, result):
         x = state.z[:-1]
-        return make_solution(x, state.result, state.steps, state.num_fev, state.num_jev,
-                             max_abs(problem.fn(x, params)))
+        return x, max_abs(problem.fn(x, params)), None
 
     def _correct(self, problem, hfun, at, aux, z_pred, direction) -> Corrected:
         """Newton on [H(w); direction . (w - z_pred)] = 0 from z_pred."""
@@ -101,7 +92,10 @@ class Homotopy(AbstractRootMethod):
         return correct(self.inner, hfun, aux, z_pred, direction, self.corrector_steps,
                        limit)
 
-    def _advance(self, problem, hfun, at, aux, s: _State) -> _State:
+    def step(self, problem: FlatProblem, params: Any, s: _State,
+             running) -> tuple[_State, Progress]:
+        hfun, at = _path(problem)
+        aux = (params, s.f0)
         tracking = s.phase == _TRACK
         e_t = jnp.zeros_like(s.z).at[-1].set(1.0)
         z_pred = jnp.where(tracking, s.z + s.ds * s.tau, s.z)
@@ -132,23 +126,19 @@ class Homotopy(AbstractRootMethod):
         polishing = s.phase == _POLISH
         new["z"] = jnp.where(polishing & jnp.all(jnp.isfinite(w)), w, new["z"])
         new["polishes"] = s.polishes + polishing
-        return self._finish(s, sol, ok, tracking, polishing, new)
+        return self._verdict(s, sol, ok, tracking, polishing, new)
 
-    def _finish(self, s: _State, sol, ok, tracking, polishing, new) -> _State:
-        steps = s.steps + 1
+    def _verdict(self, s: _State, sol: Corrected, ok, tracking, polishing,
+                 new) -> tuple[_State, Progress]:
+        """The new state, and whether the path is finished (polished at t = 1) or lost."""
         lost = tracking & ((new["ds"] * jnp.max(jnp.abs(s.tau)) < 1e-12 * (1 + max_abs(s.z)))
                            | (ok & (sol.z[-1] < -1.0)))
         start_failed = (s.phase == _START) & ~ok
         polished = polishing & sol.converged
         gave_up = polishing & ~sol.converged & (new["polishes"] >= self.max_polishes)
-        out_of_steps = steps >= self.max_steps
-        result = jnp.where(
-            polished, code(RESULTS.successful),
-            jnp.where(start_failed | gave_up,
-                      jnp.where(sol.converged, code(RESULTS.singular_jacobian), sol.result),
-                      jnp.where(lost, code(RESULTS.continuation_failed),
-                                code(RESULTS.max_steps_reached))))
-        done = polished | start_failed | gave_up | lost | out_of_steps
-        out = _State(new["z"], new["tau"], new["ds"], new["phase"], new["polishes"], steps,
-                     s.num_fev + sol.num_fev, s.num_jev + sol.num_jev + 1, result, done)
-        return freeze(s.done, s, out)
+        failure = jnp.where(
+            start_failed | gave_up,
+            jnp.where(sol.converged, code(RESULTS.singular_jacobian), sol.result),
+            jnp.where(lost, code(RESULTS.continuation_failed), code(RESULTS.successful)))
+        out = _State(new["z"], new["tau"], new["ds"], new["phase"], new["polishes"], s.f0)
+        return out, Progress(polished, failure, sol.num_fev, sol.num_jev + 1)

@@ -10,14 +10,12 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..linear._dense import DenseLU
+from ._iterate import AbstractIterativeMethod, Progress, last_point
 from ._line_search import half_sq_norm
 from ..linear._abstract import AbstractLinearSolver
-from ._method import (AbstractRootMethod, FlatProblem, check_count, check_tolerances, code,
-                      freeze, initial_checks, max_abs, relative_step, step_is_small)
-from ._shape import check_square
+from ._method import (FlatProblem, check_count, check_tolerances, code, max_abs,
+                      relative_step, step_is_small)
 from .._result import RESULTS
-from ._solution import FlatSolution, make_solution
-
 
 
 def _eps(x):
@@ -30,11 +28,6 @@ class _State(NamedTuple):
     phi: jax.Array
     lam: jax.Array
     scale: jax.Array
-    steps: jax.Array
-    num_fev: jax.Array
-    num_jev: jax.Array
-    result: jax.Array
-    done: jax.Array
     rel_step: jax.Array  # relative_step of the last Gauss-Newton step
 
 
@@ -71,7 +64,7 @@ class _Inner(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class LevenbergMarquardt(AbstractRootMethod):
+class LevenbergMarquardt(AbstractIterativeMethod):
     """Levenberg-Marquardt with Moré's column scaling and Nielsen's damping update.
 
     Works for square systems and for least squares, m > n. Converges when ``max|F| <= atol``
@@ -98,17 +91,12 @@ class LevenbergMarquardt(AbstractRootMethod):
             check_count(self, name, minimum)
         check_tolerances(self, "rtol", "atol", "gtol", "tau")
 
-    def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
-        check_square(problem.fn, x0, params, self, least_squares=True)
-        x0, f0, result, done = initial_checks(problem.fn, x0, params, active, self.atol)
-        zero = jnp.zeros((), jnp.int32)
-        state = _State(x0, f0, half_sq_norm(f0), jnp.full((), -1.0, x0.dtype),
-                       jnp.zeros_like(x0), zero, zero + 1, zero, result, done,
-                       jnp.full((), jnp.nan, x0.dtype))
-        state = lax.while_loop(lambda s: ~s.done,
-                               lambda s: self._step(problem, params, s), state)
-        return make_solution(state.x, state.result, state.steps, state.num_fev,
-                             state.num_jev, max_abs(state.f), state.rel_step)
+    def init(self, problem: FlatProblem, x0, f0, params: Any, options: Any) -> _State:
+        return _State(x0, f0, half_sq_norm(f0), jnp.full((), -1.0, x0.dtype),
+                      jnp.zeros_like(x0), jnp.full((), jnp.nan, x0.dtype))
+
+    def finish(self, problem: FlatProblem, params: Any, state: _State, result):
+        return last_point(state)
 
     def _model(self, problem, params, s: _State):
         _, op = self.linear_solver.linearize(problem.fn, s.x, params)
@@ -146,7 +134,8 @@ class LevenbergMarquardt(AbstractRootMethod):
                       jnp.asarray(False), jnp.zeros_like(s.x), s.f, s.phi)
         return lax.while_loop(cond, body, init)
 
-    def _step(self, problem, params, s: _State) -> _State:
+    def step(self, problem: FlatProblem, params: Any, s: _State,
+             running) -> tuple[_State, Progress]:
         model, jac, jac_ok = self._model(problem, params, s)
         lam0 = jnp.where(s.lam < 0, self.tau * model.s[0] ** 2, s.lam)
         lam0 = jnp.maximum(lam0, _eps(s.x) * model.s[0] ** 2 + jnp.finfo(s.x.dtype).tiny)
@@ -154,26 +143,16 @@ class LevenbergMarquardt(AbstractRootMethod):
         moved = inner.accepted & jac_ok
         x = jnp.where(moved, s.x + inner.p, s.x)
         f = jnp.where(moved, inner.f, s.f)
-        steps = s.steps + 1
         gauss_newton = model.step(0.0)
         gn_small = model.full_rank & step_is_small(gauss_newton, s.x, self.rtol)
         in_range = jnp.sum(model.utf ** 2) >= 0.5 * jnp.sum(s.f ** 2)  # F ~ -J p: consistent
-        root = max_abs(f) <= self.atol
         norms = jnp.sqrt(jnp.sum(jac * jac, axis=0)) * jnp.sqrt(2 * s.phi)
         cosine = max_abs(jnp.where(norms > 0, (jac.T @ s.f) / jnp.where(norms > 0, norms, 1), 0))
         stationary = (cosine <= self.gtol) | ~inner.accepted | (gn_small & ~in_range)
-        converged = root | (gn_small & in_range)
+        converged = (max_abs(f) <= self.atol) | (gn_small & in_range)
         failure = jnp.where(~jac_ok, code(RESULTS.nonfinite_jacobian),
                             jnp.where(stationary, code(RESULTS.local_minimum),
                                       code(RESULTS.successful)))
-        failed = failure != int(RESULTS.successful)
-        out_of_steps = steps >= self.max_steps
-        result = jnp.where(converged, code(RESULTS.successful),
-                           jnp.where(failed, failure,
-                                     jnp.where(out_of_steps, code(RESULTS.max_steps_reached),
-                                               code(RESULTS.successful))))
-        new = _State(x, f, half_sq_norm(f), inner.lam, model.scale, steps,
-                     s.num_fev + inner.tries, s.num_jev + 1, result,
-                     converged | failed | out_of_steps,
-                     jnp.where(model.full_rank, relative_step(gauss_newton, s.x), jnp.inf))
-        return freeze(s.done, s, new)
+        rel_step = jnp.where(model.full_rank, relative_step(gauss_newton, s.x), jnp.inf)
+        new = _State(x, f, half_sq_norm(f), inner.lam, model.scale, rel_step)
+        return new, Progress(converged, failure, inner.tries, jnp.ones((), jnp.int32))

@@ -103,11 +103,6 @@ def all_finite(tree: Any) -> jax.Array:
     return jnp.all(jnp.stack(checks)) if checks else jnp.asarray(True)
 
 
-def freeze(done: jax.Array, old: Any, new: Any) -> Any:
-    """``old`` where ``done`` else ``new``, leaf by leaf: a finished member never changes."""
-    return jax.tree_util.tree_map(lambda o, n: jnp.where(done, o, n), old, new)
-
-
 def code(member: RESULTS) -> jax.Array:
     return jnp.asarray(int(member), dtype=jnp.int32)
 

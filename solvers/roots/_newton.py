@@ -8,35 +8,27 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
 from ..linear._dense import DenseLU
+from ._iterate import AbstractIterativeMethod, Progress
 from ._line_search import LineSearchResult, backtrack, half_sq_norm
 from ..linear._abstract import AbstractLinearSolver, failure_code
-from ._method import (AbstractRootMethod, FlatProblem, apply_step_limit, check_count,
-                      check_tolerances, code, initial_checks, jacobian_finite, max_abs,
-                      relative_step, step_is_small)
-from ._shape import check_square
+from ._method import (FlatProblem, apply_step_limit, check_count, check_tolerances, code,
+                      jacobian_finite, max_abs, relative_step, step_is_small)
 from .._result import RESULTS
-from ._solution import FlatSolution, make_solution
 
 
 class _State(NamedTuple):
     x: jax.Array
     f: jax.Array
     phi: jax.Array
-    steps: jax.Array
-    num_fev: jax.Array
-    num_jev: jax.Array
-    result: jax.Array
-    done: jax.Array
     best: tuple          # (x, f, phi): the smallest ||F|| so far (the watchdog's point)
     streak: jax.Array    # full steps in a row that did not improve on `best`
     rel_step: jax.Array  # relative_step of the last Newton step
 
 
 @dataclasses.dataclass(frozen=True)
-class Newton(AbstractRootMethod):
+class Newton(AbstractIterativeMethod):
     """Newton's method, globalised by a backtracking (Armijo) line search on 0.5||F||^2.
 
     Converges when ``max|F| <= atol`` or the full Newton step satisfies
@@ -67,32 +59,29 @@ class Newton(AbstractRootMethod):
             check_count(self, name, minimum)
         check_tolerances(self, "rtol", "atol", "rcond_tol")
 
-    def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
-        check_square(problem.fn, x0, params, self)
-        x0, f0, result, done = initial_checks(problem.fn, x0, params, active, self.atol)
-        zero = jnp.zeros((), jnp.int32)
+    def init(self, problem: FlatProblem, x0, f0, params: Any, options: Any) -> _State:
         phi0 = half_sq_norm(f0)
-        state = _State(x0, f0, phi0, zero, zero + 1, zero, result, done, (x0, f0, phi0), zero,
-                       jnp.full((), jnp.nan, x0.dtype))
-        state = lax.while_loop(lambda s: ~s.done,
-                               lambda s: self._step(problem, params, s), state)
+        return _State(x0, f0, phi0, (x0, f0, phi0), jnp.zeros((), jnp.int32),
+                      jnp.full((), jnp.nan, x0.dtype))
+
+    def finish(self, problem: FlatProblem, params: Any, state: _State, result):
         x, f = state.x, state.f
         if self.watchdog > 0:
-            worse = (state.best[2] < state.phi) & (state.result != int(RESULTS.successful))
+            worse = (state.best[2] < state.phi) & (result != int(RESULTS.successful))
             x, f, _ = _pick(worse, state.best, (x, f, state.phi))
-        return make_solution(x, state.result, state.steps, state.num_fev,
-                             state.num_jev, max_abs(f), state.rel_step)
+        return x, max_abs(f), state.rel_step
 
     def _relaxed(self, s: _State) -> jax.Array:
         """Whether this step is a watchdog's full step (no sufficient-decrease test)."""
         return (self.watchdog > 0) & self.line_search & (s.streak < self.watchdog)
 
-    def _search(self, problem, params, s: _State, op, direction) -> LineSearchResult:
+    def _search(self, problem, params, s: _State, op, direction,
+                running) -> LineSearchResult:
         if self.line_search:
             slope = jnp.dot(s.f, self.linear_solver.matvec(op, direction))
             relaxed = self._relaxed(s)
             found = backtrack(problem.fn, s.x, direction, params, s.phi, slope,
-                              max_backtracks=self.max_backtracks, active=~s.done & ~relaxed)
+                              max_backtracks=self.max_backtracks, active=running & ~relaxed)
             return found._replace(ok=jnp.where(relaxed, found.any_finite, found.ok))
         f = problem.fn(s.x + direction, params)
         phi = half_sq_norm(f)
@@ -100,7 +89,8 @@ class Newton(AbstractRootMethod):
         return LineSearchResult(jnp.ones_like(phi), f, phi, finite, finite,
                                 jnp.ones((), jnp.int32))
 
-    def _step(self, problem: FlatProblem, params, s: _State) -> _State:
+    def step(self, problem: FlatProblem, params: Any, s: _State,
+             running) -> tuple[_State, Progress]:
         ls = self.linear_solver
         _, op = ls.linearize(problem.fn, s.x, params)
         linear = ls.solve_with_result(op, s.f)
@@ -109,30 +99,21 @@ class Newton(AbstractRootMethod):
         dx = jnp.where(dx_ok, dx, 0.0)
         small_step = dx_ok & step_is_small(dx, s.x, self.rtol)
         direction = apply_step_limit(problem, s.x, dx, params) * dx
-        search = self._search(problem, params, s, op, direction)
+        search = self._search(problem, params, s, op, direction, running)
         moved = search.ok & dx_ok
         x = jnp.where(moved, s.x + search.alpha * direction, s.x)
         f = jnp.where(moved, search.f, s.f)
         phi = jnp.where(moved, search.phi, s.phi)
-        steps = s.steps + 1
         converged = (max_abs(f) <= self.atol) | small_step
         searched = search.ok | self._relaxed(s)  # a failed full step goes back to the best
         failure = jnp.where(
             ~dx_ok, jnp.where(jacobian_finite(ls, op, s.x), failure_code(linear.result),
                               code(RESULTS.nonfinite_jacobian)),
             jnp.where(searched, code(RESULTS.successful), self._why(ls, op, search)))
-        failed = failure != int(RESULTS.successful)
-        out_of_steps = steps >= self.max_steps
-        result = jnp.where(converged, code(RESULTS.successful),
-                           jnp.where(failed, failure,
-                                     jnp.where(out_of_steps, code(RESULTS.max_steps_reached),
-                                               code(RESULTS.successful))))
         x, f, phi, best, streak = self._watch(s, x, f, phi, search.ok, converged)
-        # no freeze of finished members: the loop runs only while not done, and under vmap
-        # lax.while_loop keeps each finished member's state itself
-        return _State(x, f, phi, steps, s.num_fev + search.num_fev, s.num_jev + 1, result,
-                      converged | failed | out_of_steps, best, streak,
-                      jnp.where(dx_ok, relative_step(dx, s.x), jnp.inf))
+        rel_step = jnp.where(dx_ok, relative_step(dx, s.x), jnp.inf)
+        return (_State(x, f, phi, best, streak, rel_step),
+                Progress(converged, failure, search.num_fev, jnp.ones((), jnp.int32)))
 
     def _watch(self, s: _State, x, f, phi, ok, converged):
         """The watchdog's book-keeping: a new best resets the streak; a full step that is

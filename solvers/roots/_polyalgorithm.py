@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
@@ -105,6 +105,7 @@ class Default(AbstractRootMethod):
                              f"such as solvers.Newton(), got {self.methods!r}.")
 
     def stages(self) -> tuple:
+        """The stages for a square system (``methods``, or the default sequence)."""
         if self.methods is not None:
             return tuple(self.methods)
         kw = dict(rtol=self.rtol, atol=self.atol, linear_solver=self.linear_solver)
@@ -112,27 +113,48 @@ class Default(AbstractRootMethod):
                 TrustRegionRestarts(TrustRegion(max_steps=1000, **kw)),
                 Homotopy(inner=Newton(max_steps=50, **kw)))
 
+    def plan(self, m: Optional[int], n: Optional[int]) -> tuple:
+        """The stages for ``m`` equations in ``n`` unknowns (None: not known), in order: the
+        first solves every member, each later one the members that `needs_retry` after
+        the ones before (see `fall_back`). Levenberg-Marquardt alone for m > n."""
+        if self.methods is None and m is not None:
+            check_shape(self, m, n, least_squares=True)
+            if m > n:
+                return (LevenbergMarquardt(rtol=self.rtol, atol=self.atol,
+                                           linear_solver=self.linear_solver),)
+        return self.stages()
+
     def split(self, m: int, n: int) -> Optional[tuple]:
         """``(first stage, the rest as a Default)`` for running the fallbacks only when needed;
         None when there is nothing to split (least squares, or a single stage)."""
-        if self.methods is None:
-            check_shape(self, m, n, least_squares=True)
-        stages = self.stages()
-        if (self.methods is None and m > n) or len(stages) < 2:
+        stages = self.plan(m, n)
+        if len(stages) < 2:
             return None
         return stages[0], dataclasses.replace(self, methods=stages[1:])
 
     def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
         out = jax.eval_shape(problem.fn, x0, params)
-        if self.methods is None and x0.ndim == 1 and len(out.shape) == 1:
-            check_shape(self, out.shape[0], x0.shape[0], least_squares=True)
-        if self.methods is None and len(out.shape) == 1 and out.shape[0] > x0.shape[0]:
-            lm = LevenbergMarquardt(rtol=self.rtol, atol=self.atol,
-                                    linear_solver=self.linear_solver)
-            return lm.run(problem, x0, params, active)
-        stages = self.stages()
-        best = stages[0].run(problem, x0, params, active)
-        for method in stages[1:]:
-            retry = active & ~best.converged & (best.result != int(RESULTS.nonfinite_input))
-            best = merge(best, method.run(problem, x0, params, retry), retry)
-        return best
+        vectors = x0.ndim == 1 and len(out.shape) == 1
+        stages = self.plan(*((out.shape[0], x0.shape[0]) if vectors else (None, None)))
+
+        def retry(stage, best: FlatSolution) -> FlatSolution:
+            members = active & needs_retry(best)
+            return merge(best, stage.run(problem, x0, params, members), members)
+
+        return fall_back(stages, lambda stage: stage.run(problem, x0, params, active), retry)
+
+
+def needs_retry(sol: FlatSolution) -> Any:
+    """The members a later stage retries: failed, with finite inputs. Array-generic: numpy
+    arrays in, numpy out (the host's staging), traced in, traced out."""
+    return ~sol.converged & (sol.result != int(RESULTS.nonfinite_input))
+
+
+def fall_back(stages: tuple, first: Callable, retry: Callable) -> FlatSolution:
+    """``Default``'s order, once for the traced run and the host's staging: ``first(stage)``
+    solves every member with the first stage, then ``retry(stage, best)`` gives each later
+    stage the members that `needs_retry` and keeps each member's better attempt."""
+    best = first(stages[0])
+    for stage in stages[1:]:
+        best = retry(stage, best)
+    return best

@@ -14,13 +14,13 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 import dataclasses
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._polyalgorithm import Default, merge
-from .._result import RESULTS
+from ._polyalgorithm import Default, fall_back, merge, needs_retry
 from ._solution import FlatSolution
 
 #: Failing members are retried in buckets of at most this many (the whole batch when it is
@@ -35,33 +35,36 @@ _merge_rows = jax.jit(jax.vmap(merge))
 
 
 def needs_fallback(sol: FlatSolution) -> np.ndarray:
-    """Members a fallback stage retries: failed, with finite inputs (as Default.run does)."""
-    return ~np.asarray(sol.converged) & (np.asarray(sol.result) != int(RESULTS.nonfinite_input))
+    """`needs_retry` on the host: the members a fallback stage retries."""
+    codes = SimpleNamespace(converged=np.asarray(sol.converged), result=np.asarray(sol.result))
+    return needs_retry(codes)
 
 
 def stages_of(method: Any, m: int, n: int) -> Optional[tuple]:
     """``Default``'s stages when it can run them one by one, else None (run it whole)."""
-    parts = method.split(m, n) if isinstance(method, Default) else None
-    return None if parts is None else (parts[0], *parts[1].stages())
+    stages = method.plan(m, n) if isinstance(method, Default) else ()
+    return stages if len(stages) > 1 else None
 
 
 def run_staged(method: Any, m: int, n: int, attempt: Attempt) -> FlatSolution:
     """Run ``method`` on concrete inputs: ``attempt(stage, members)`` solves the batch
     members ``members`` (an index array padded with -1 for dummies; None: all) with a
-    stage. ``Default`` goes stage by stage, other methods run as they are."""
+    stage. ``Default`` goes stage by stage (`fall_back`), other methods run as they are."""
     stages = stages_of(method, m, n)
     if stages is None:
         return attempt(method, None)
-    sol = attempt(stages[0], None)
-    for stage in stages[1:]:
-        retry = needs_fallback(sol)
-        if not retry.any():
-            break
-        if retry.ndim == 0:
-            sol = _merge_one(sol, attempt(stage, None), jnp.asarray(True))
-        else:
-            sol = _retry_in_buckets(sol, retry, stage, attempt)
-    return sol
+    return fall_back(stages, lambda stage: attempt(stage, None),
+                     lambda stage, sol: _retry(stage, sol, attempt))
+
+
+def _retry(stage, sol: FlatSolution, attempt: Attempt) -> FlatSolution:
+    """``stage`` for the members that need it (none: nothing runs, nothing compiles)."""
+    retry = needs_fallback(sol)
+    if not retry.any():
+        return sol
+    if retry.ndim == 0:
+        return _merge_one(sol, attempt(stage, None), jnp.asarray(True))
+    return _retry_in_buckets(sol, retry, stage, attempt)
 
 
 def _retry_in_buckets(sol: FlatSolution, retry: np.ndarray, stage, attempt: Attempt):

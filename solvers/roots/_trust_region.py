@@ -10,14 +10,13 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..linear._dense import DenseLU
+from ._iterate import AbstractIterativeMethod, Progress, last_point
 from ._line_search import half_sq_norm
 from ..linear._abstract import AbstractLinearSolver
-from ._method import (AbstractRootMethod, FlatProblem, check_count, check_tolerances, code,
-                      freeze, initial_checks, jacobian_finite, max_abs, relative_step,
-                      step_is_small)
-from ._shape import check_square
+from ._method import (FlatProblem, check_count, check_tolerances, code, jacobian_finite,
+                      max_abs, relative_step, step_is_small)
 from .._result import RESULTS
-from ._solution import FlatSolution, make_solution
+from ._solution import FlatSolution
 
 SCALINGS = ("more", "current", "none")
 
@@ -28,12 +27,8 @@ class _State(NamedTuple):
     phi: jax.Array
     delta: jax.Array
     scale: jax.Array
-    steps: jax.Array
-    num_fev: jax.Array
-    num_jev: jax.Array
-    result: jax.Array
-    done: jax.Array
     rel_step: jax.Array  # relative_step of the last Newton step
+    scaling: jax.Array   # index into SCALINGS
 
 
 class _Dogleg(NamedTuple):
@@ -62,7 +57,7 @@ class _Dogleg(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class TrustRegion(AbstractRootMethod):
+class TrustRegion(AbstractIterativeMethod):
     """Dogleg trust region on 0.5||F||^2 with Moré's column scaling.
 
     Steps interpolate between the Newton step and the steepest-descent (Cauchy) step inside
@@ -89,22 +84,19 @@ class TrustRegion(AbstractRootMethod):
             raise ValueError(f"TrustRegion scaling must be 'more', 'current' or 'none', "
                              f"got {self.scaling!r}.")
 
-    def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
-        return self.run_scaled(problem, x0, params, active, SCALINGS.index(self.scaling))
-
     def run_scaled(self, problem: FlatProblem, x0, params: Any, active,
                    scaling) -> FlatSolution:
         """``run`` with the scaling given as an index into SCALINGS (may be traced)."""
-        check_square(problem.fn, x0, params, self)
-        x0, f0, result, done = initial_checks(problem.fn, x0, params, active, self.atol)
-        zero = jnp.zeros((), jnp.int32)
-        state = _State(x0, f0, half_sq_norm(f0), jnp.full((), -1.0, x0.dtype),
-                       jnp.zeros_like(x0), zero, zero + 1, zero, result, done,
-                       jnp.full((), jnp.nan, x0.dtype))
-        state = lax.while_loop(lambda s: ~s.done,
-                               lambda s: self._step(problem, params, s, scaling), state)
-        return make_solution(state.x, state.result, state.steps, state.num_fev,
-                             state.num_jev, max_abs(state.f), state.rel_step)
+        return self.iterate(problem, x0, params, active, scaling)
+
+    def init(self, problem: FlatProblem, x0, f0, params: Any, options: Any) -> _State:
+        scaling = SCALINGS.index(self.scaling) if options is None else options
+        return _State(x0, f0, half_sq_norm(f0), jnp.full((), -1.0, x0.dtype),
+                      jnp.zeros_like(x0), jnp.full((), jnp.nan, x0.dtype),
+                      jnp.asarray(scaling, jnp.int32))
+
+    def finish(self, problem: FlatProblem, params: Any, state: _State, result):
+        return last_point(state)
 
     def _scale(self, op, old, scaling):
         """Variable scaling D: Moré's running maximum of the Jacobian's column norms
@@ -129,12 +121,10 @@ class TrustRegion(AbstractRootMethod):
         t = gnorm / jnp.where(curvature > 0, curvature, 1.0)
         return _Dogleg(newton, newton_ok, t * direction, direction, scale)
 
-    def _step(self, problem, params, s: _State, scaling) -> _State:
+    def _shrink(self, problem, params, s: _State, op, dog: _Dogleg, xnorm):
+        """Shrink the radius until a dogleg step is accepted: ``(delta, tries, ok, p, F(x + p),
+        phi)``."""
         ls = self.linear_solver
-        _, op = ls.linearize(problem.fn, s.x, params)
-        scale = self._scale(op, s.scale, scaling)
-        dog = self._dogleg(op, s.f, scale)
-        xnorm = jnp.sqrt(jnp.sum((scale * s.x) ** 2))
         delta0 = jnp.where(s.delta < 0, self.factor * jnp.where(xnorm > 0, xnorm, 1.0),
                            s.delta)
 
@@ -147,7 +137,7 @@ class TrustRegion(AbstractRootMethod):
             pred = s.phi - 0.5 * jnp.sum(jp * jp)
             rho = (s.phi - phi) / jnp.where(pred > 0, pred, 1.0)
             ok = (pred > 0) & (rho > 1e-4) & jnp.isfinite(phi)
-            pnorm = jnp.sqrt(jnp.sum((scale * p) ** 2))
+            pnorm = jnp.sqrt(jnp.sum((dog.scale * p) ** 2))
             delta = jnp.where(rho < 0.25, 0.5 * jnp.minimum(delta, pnorm),
                               jnp.where(rho > 0.75, jnp.maximum(delta, 2.0 * pnorm), delta))
             return delta, tries + 1, ok, p, f, phi
@@ -160,10 +150,18 @@ class TrustRegion(AbstractRootMethod):
 
         init = (delta0, jnp.zeros((), jnp.int32), jnp.asarray(False), jnp.zeros_like(s.x),
                 s.f, s.phi)
-        delta, tries, ok, p, f_new, phi_new = lax.while_loop(cond, body, init)
+        return lax.while_loop(cond, body, init)
+
+    def step(self, problem: FlatProblem, params: Any, s: _State,
+             running) -> tuple[_State, Progress]:
+        ls = self.linear_solver
+        _, op = ls.linearize(problem.fn, s.x, params)
+        scale = self._scale(op, s.scale, s.scaling)
+        dog = self._dogleg(op, s.f, scale)
+        xnorm = jnp.sqrt(jnp.sum((scale * s.x) ** 2))
+        delta, tries, ok, p, f_new, _ = self._shrink(problem, params, s, op, dog, xnorm)
         x = jnp.where(ok, s.x + p, s.x)
         f = jnp.where(ok, f_new, s.f)
-        steps = s.steps + 1
         converged = (max_abs(f) <= self.atol) | (dog.newton_ok & step_is_small(
             dog.newton, s.x, self.rtol))
         failure = jnp.where(ok, code(RESULTS.successful),
@@ -171,13 +169,6 @@ class TrustRegion(AbstractRootMethod):
                                       jnp.where(jacobian_finite(ls, op, s.x),
                                                 code(RESULTS.singular_jacobian),
                                                 code(RESULTS.nonfinite_jacobian))))
-        failed = failure != int(RESULTS.successful)
-        out_of_steps = steps >= self.max_steps
-        result = jnp.where(converged, code(RESULTS.successful),
-                           jnp.where(failed, failure,
-                                     jnp.where(out_of_steps, code(RESULTS.max_steps_reached),
-                                               code(RESULTS.successful))))
-        new = _State(x, f, half_sq_norm(f), delta, scale, steps, s.num_fev + tries,
-                     s.num_jev + 1, result, converged | failed | out_of_steps,
-                     jnp.where(dog.newton_ok, relative_step(dog.newton, s.x), jnp.inf))
-        return freeze(s.done, s, new)
+        rel_step = jnp.where(dog.newton_ok, relative_step(dog.newton, s.x), jnp.inf)
+        new = _State(x, f, half_sq_norm(f), delta, scale, rel_step, s.scaling)
+        return new, Progress(converged, failure, tries, jnp.ones((), jnp.int32))

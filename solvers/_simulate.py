@@ -156,7 +156,7 @@ def _run(problem, cfg, ls, dc_method, initial, params, x0, grid, t0):
     if cfg.save_steps:
         x_start = (_transient.start_root(problem, ls, params, start, t0) if initial == "dc"
                    else x0)
-        ys = _transient.replay(problem, ls, params, x_start, s, out, cfg.max_steps)
+        ys = _transient.replay(problem, cfg, ls, params, x_start, s, out)
         ys = jnp.where(jnp.isnan(out.ys), jnp.nan, ys)
     else:
         ys = _no_gradient(out.ys, params)

@@ -18,12 +18,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import _graph, _storage, _transient
+from . import _graph, _small_lu, _storage, _transient
 from ._auto import AutoLinearSolver
 from ._concrete import is_concrete
+from ._dense import DenseLU
 from ._integrator import TRANSIENT_RESULTS, Integrator
 from ._method import FlatProblem
 from ._newton import Newton
+from ._small_lu import SmallDenseLU
 from ._sparsity import SparsityPattern
 from ._system import System
 
@@ -110,12 +112,16 @@ class TransientSolution:
 
 def linear_solver_for(system: System, cfg: Integrator, batch_size: Optional[int]):
     """``cfg.linear_solver``, else the one chooser's pick (`AutoLinearSolver`) for the pattern
-    of ``dF/dx + a dQ/dx``: dense or banded LU for small systems, a sparse LU above."""
+    of ``dF/dx + a dQ/dx``: dense or banded LU for small systems (unrolled for the
+    smallest, `SmallDenseLU`), a sparse LU above."""
     if cfg.linear_solver is not None:
         return cfg.linear_solver
     rows, cols = _storage.lowered(system).pattern
     pattern = SparsityPattern(rows, cols, (system.m, system.n))
-    return AutoLinearSolver(batch_size=batch_size).select(pattern)
+    chosen = AutoLinearSolver(batch_size=batch_size).select(pattern)
+    if type(chosen) is DenseLU and system.m == system.n <= _small_lu.MAX_N:
+        return SmallDenseLU()  # LAPACK's per-member calls cost most of a small step
+    return chosen
 
 
 def _atol(cfg: Integrator, n: int, dtype):

@@ -195,3 +195,26 @@ def test_fixed_steps_converge_with_order_two(method):
 def test_unknown_method_is_refused():
     with pytest.raises(ValueError, match="gear"):
         solvers.Integrator(method="bdf")
+
+
+def test_small_dense_lu_pivots_and_solves_both_ways_under_vmap():
+    from solvers import _small_lu
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(20, 5, 5))
+    a[:, 0, 0] = 1e-12  # a tiny leading pivot: rows must be exchanged
+    b = rng.normal(size=(20, 5))
+    lu, perm = jax.vmap(_small_lu.lu_factor)(jnp.asarray(a))
+    x = jax.vmap(_small_lu.lu_solve)(lu, perm, jnp.asarray(b))
+    xt = jax.vmap(_small_lu.lu_solve_transpose)(lu, perm, jnp.asarray(b))
+    np.testing.assert_allclose(np.einsum("bij,bj->bi", a, np.asarray(x)), b, atol=1e-9)
+    np.testing.assert_allclose(np.einsum("bji,bj->bi", a, np.asarray(xt)), b, atol=1e-9)
+    singular = _small_lu.lu_solve(*_small_lu.lu_factor(jnp.zeros((3, 3))), jnp.ones(3))
+    assert not np.all(np.isfinite(np.asarray(singular)))
+
+
+def test_small_systems_step_with_the_unrolled_lu():
+    from solvers import _simulate, _small_lu
+
+    system = solvers.System.build(rc())
+    assert isinstance(_simulate.linear_solver_for(system, CFG, 100), _small_lu.SmallDenseLU)

@@ -111,14 +111,17 @@ class TransientSolution:
 
 
 def linear_solver_for(system: System, cfg: Integrator, batch_size: Optional[int]):
-    """``cfg.linear_solver``, else the one chooser's pick (`AutoLinearSolver`) for the pattern
-    of ``dF/dx + a dQ/dx``: dense or banded LU for small systems (unrolled for the
-    smallest, `SmallDenseLU`), a sparse LU above."""
-    if cfg.linear_solver is not None:
-        return cfg.linear_solver
+    """``cfg.linear_solver`` bound to the pattern of ``dF/dx + a dQ/dx``, else the
+    chooser's pick for it (`AutoLinearSolver`, in-JAX solvers first): dense or banded LU
+    for small systems (unrolled for the smallest, `SmallDenseLU`), a sparse LU above."""
     rows, cols = _storage.lowered(system).pattern
     pattern = SparsityPattern(rows, cols, (system.m, system.n))
-    chosen = AutoLinearSolver(batch_size=batch_size).select(pattern)
+    if cfg.linear_solver is not None:
+        return cfg.linear_solver.bind(pattern)
+    # prefer_host=False: a transient factors at every Newton iteration of thousands of
+    # steps, where a host callback each time costs more than the in-JAX sparse LU (2.4x
+    # on rc_grid_k30); the host LU stays for systems beyond that LU's budget
+    chosen = AutoLinearSolver(batch_size=batch_size, prefer_host=False).select(pattern)
     if type(chosen) is DenseLU and system.m == system.n <= _small_lu.MAX_N:
         return SmallDenseLU()  # LAPACK's per-member calls cost most of a small step
     return chosen

@@ -218,3 +218,21 @@ def test_small_systems_step_with_the_unrolled_lu():
 
     system = solvers.System.build(rc())
     assert isinstance(_simulate.linear_solver_for(system, CFG, 100), _small_lu.SmallDenseLU)
+
+
+def test_a_grid_transient_factors_in_jax_not_by_host_callbacks():
+    from scenarios.circuits import Capacitor, build_circuit, grid_netlist
+
+    from solvers import _simulate
+
+    base = grid_netlist(12)
+    caps = tuple(Capacitor(f"C{n}", n, "0", 1e-12) for n in base.nodes)
+    netlist = type(base)(base.title, base.elements + caps, base.models, base.analyses,
+                         base.options, base.temperature)
+    system = solvers.System.build(build_circuit(netlist))
+    assert system.n > 120  # beyond dense LU
+    chosen = _simulate.linear_solver_for(system, CFG, None)
+    assert type(chosen).__name__ in ("SparseLU", "BandedLU"), chosen
+    given = solvers.Integrator(linear_solver=solvers.SparseLU())
+    bound = _simulate.linear_solver_for(system, given, None)
+    assert bound.pattern.shape == (system.n, system.n)  # a given solver is bound to the pattern

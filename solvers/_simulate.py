@@ -222,20 +222,38 @@ def simulate(graph: Any, t_eval, *, t0=None, integrator: Optional[Integrator] = 
 
 def simulate_batch(graph: Any, values: Mapping[Any, Any], t_eval, *, t0=None,
                    integrator: Optional[Integrator] = None, initial: str = "dc",
-                   dc_solver=None, evaluation: str = "auto",
+                   dc_solver=None, evaluation: str = "auto", chunk_size: Optional[int] = None,
                    throw: bool = False) -> TransientSolution:
     """One transient per batch member (``values`` as in ``solvers.solve_batch``: key ->
     values with the batch on the leading axis), each with its own steps, in one compiled
-    program (``jax.vmap`` of :func:`simulate`'s)."""
+    program (``jax.vmap`` of :func:`simulate`'s) run over chunks of ``chunk_size`` members
+    (default `chunk_for`: a batched step's working set stays in cache; the last chunk is
+    padded, so one size compiles once)."""
     system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
     keys, batched = _graph._sweep_values(system, values)
     size = int(batched[0].shape[0])
-    system, cfg, ls, dc = _prepare(system, integrator, initial, evaluation, size, dc_solver)
+    chunk = min(size, chunk_for(system.n) if chunk_size is None else int(chunk_size))
+    if chunk < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size!r}.")
+    system, cfg, ls, dc = _prepare(system, integrator, initial, evaluation, chunk, dc_solver)
     grid, start = _grid(t_eval, t0)
     problem = TransientProblem(system, keys)
-    out = _run_batch(problem, cfg, ls, dc, initial, system.params, batched, system.x0, grid,
-                     start)
+    outs = []
+    for first in range(0, size, chunk):
+        rows = np.minimum(np.arange(first, first + chunk), size - 1)  # pad with the last
+        part = tuple(jnp.asarray(v)[rows] for v in batched) if chunk < size else batched
+        outs.append(_run_batch(problem, cfg, ls, dc, initial, system.params, part, system.x0,
+                               grid, start))
+    out = outs[0] if len(outs) == 1 else tuple(
+        jnp.concatenate(parts)[:size] for parts in zip(*outs))
     return _solution(system, grid, out, throw)
+
+
+def chunk_for(n: int) -> int:
+    """Members per chunk of a batched transient of ``n`` unknowns: about 4 MiB of dense
+    Jacobians, 16 to 1024 members (a 4-unknown rectifier steps 1.6x faster per member in
+    chunks of 1000 than as 10 000 at once, whose arrays spill out of the cache)."""
+    return int(np.clip(2 ** 22 // (8 * n * n + 128 * n), 16, 1024))
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))

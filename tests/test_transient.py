@@ -236,3 +236,12 @@ def test_a_grid_transient_factors_in_jax_not_by_host_callbacks():
     given = solvers.Integrator(linear_solver=solvers.SparseLU())
     bound = _simulate.linear_solver_for(system, given, None)
     assert bound.pattern.shape == (system.n, system.n)  # a given solver is bound to the pattern
+
+
+def test_batch_in_chunks_keeps_every_member_in_order():
+    taus = np.array([0.5e-3, 1e-3, 2e-3])
+    sol = solvers.simulate_batch(rc(), {".resistor.r": jnp.asarray(taus / 1e-6)}, T,
+                                 integrator=CFG, chunk_size=2)  # chunks of 2: one padded
+    assert np.asarray(sol.x).shape[0] == 3 and np.asarray(sol.n_steps).shape == (3,)
+    for k, tau in enumerate(taus):
+        np.testing.assert_allclose(np.asarray(sol.x)[k, :, 2], exact(T, tau), atol=1e-5)

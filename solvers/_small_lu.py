@@ -3,7 +3,8 @@
 LAPACK's ``getrf``/``getrs`` under ``vmap`` on CPU are one library call per batch member
 (about 0.37 us for a 4 x 4 factor and solve, most of a transient step's time); this form
 is unrolled at trace time into scalar selects and multiply-adds (pivot search and row
-exchanges included) that XLA fuses into a few loops over the whole batch. For the small systems of batched transients.
+exchanges included) that XLA fuses into a few loops over the whole batch. For the small
+systems of batched transients.
 """
 
 from __future__ import annotations

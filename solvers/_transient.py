@@ -5,9 +5,10 @@ the last output time: a ``lax.scan`` over the output times whose body steps with
 Each step solves ``G(x) = F(x, p, t1) + a (Q(x) - q_eff) - b Qdot_n = 0`` by Newton (backward
 Euler: ``a = 1/h, b = 0, q_eff = Q_n``; trapezoidal: ``a = 2/h, b = 1``; variable-coefficient
 BDF2: ``a = (1 + 2w) / ((1 + w) h)``, ``q_eff = Q_n + w^2 (Q_n - Q_{n-1}) / (1 + 2w)``,
-``w = h / h_prev``), whose matrix is ``dF/dx + a dQ/dx``. Gradients are not taken through the loop: :func:`replay` recomputes the
-accepted states from the recorded step sequence, each one carrying its derivative by the
-implicit function theorem (a discrete adjoint when reversed).
+``w = h / h_prev``), whose matrix is ``dF/dx + a dQ/dx``. Gradients are not taken through
+the loop: :func:`replay` recomputes the accepted states from the recorded step sequence,
+each one carrying its derivative by the implicit function theorem (a discrete adjoint when
+reversed).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import solvers
-from scenarios.circuits import read_netlist, run, simulate_circuit
+from scenarios.circuits import build_circuit, integrator_for, read_netlist, run, simulate_circuit
 from scenarios.circuits import _waveforms as wf
 
 DATA = Path(__file__).parent / "data" / "transient"
@@ -66,9 +66,11 @@ def test_transient_table_holds_the_json_waveforms(rc_step_report):
     assert frame["I(V1)"].tolist() == doc["source_currents"]["V1"]
 
 
-def test_rlc_ringing_matches_ngspice_and_closed_form():
+@pytest.mark.parametrize("method", ["trap", "gear"])
+def test_rlc_ringing_matches_ngspice_and_closed_form(method):
     ref = reference("rlc_ring")
-    res = simulate_circuit(DATA / "rlc_ring.cir")
+    deck = (DATA / "rlc_ring.cir").read_text().replace(".end", f".options method={method}\n.end")
+    res = simulate_circuit(deck)
     assert res.converged
     i, j = check_against(ref, res.time, res.node_voltages, res.source_currents)
     for node, curve in ref["analytic"]["node_voltages"].items():
@@ -140,3 +142,20 @@ def test_tran_card_round_trips_and_defaults():
     tran = deck.analyses[0]
     assert (tran.tstep, tran.tstop, tran.tmax, tran.uic) == (1e-6, 1e-3, 2e-6, True)
     assert len(tran.times()) == 1001 and deck.initial_conditions == {"b": 0.5}
+
+
+@pytest.mark.parametrize("options, method, order", [
+    ("", "trapezoidal", 2), (".options method=gear", "gear", 2),
+    (".options method=trap maxord=1", "trapezoidal", 1)])
+def test_options_method_picks_the_integrator(options, method, order):
+    deck = read_netlist(f"* m\nV1 a 0 DC 1\nR1 a b 1k\nC1 b 0 1u\n{options}\n.tran 1u 1m\n.end\n")
+    system = solvers.System.build(build_circuit(deck, transient=deck.analyses[0]))
+    cfg = integrator_for(deck, system, deck.analyses[0])
+    assert (cfg.method, cfg.order) == (method, order)
+
+
+def test_options_method_unknown_is_an_error():
+    deck = read_netlist("* m\nV1 a 0 DC 1\nR1 a b 1k\nC1 b 0 1u\n.options method=euler\n"
+                        ".tran 1u 1m\n.end\n")
+    with pytest.raises(ValueError, match="method"):
+        simulate_circuit(deck)

@@ -123,9 +123,12 @@ def test_full_step_buffer_is_reported_not_silent():
         sol.raise_if_failed()
 
 
-def test_gradient_matches_finite_differences():
+@pytest.mark.parametrize("method", ["trapezoidal", "gear"])
+def test_gradient_matches_finite_differences(method):
+    cfg = solvers.Integrator(rtol=1e-7, atol=1e-10, method=method)
+
     def loss(r, c):
-        sol = solvers.simulate(rc(r, c), T, integrator=CFG)
+        sol = solvers.simulate(rc(r, c), T, integrator=cfg)
         return jnp.sum(sol.x[:, 2] ** 2)
 
     g_r, g_c = jax.grad(loss, argnums=(0, 1))(1e3, 1e-6)
@@ -156,3 +159,90 @@ def test_new_values_of_one_structure_do_not_recompile():
     sol = solvers.simulate(rc(r=2e3, c=2e-6, v1=3.0), T, integrator=CFG)
     assert _simulate._run._cache_size() == before
     np.testing.assert_allclose(np.asarray(sol.x)[:, 2], 3.0 * exact(T, 4e-3), atol=3e-5)
+
+
+GEAR = solvers.Integrator(rtol=1e-7, atol=1e-10, method="gear")
+
+
+def test_gear_matches_closed_form_on_variable_steps():
+    """BDF2 with its variable coefficients: a constant-coefficient BDF2 on these steps (ratios
+    from 0.002 to 2) misses the closed form by orders of magnitude or stalls."""
+    sol = solvers.simulate(rc(), T, integrator=GEAR)
+    assert int(sol.result) == int(solvers.TRANSIENT_RESULTS.successful)
+    np.testing.assert_allclose(np.asarray(sol.x)[:, 2], exact(T), atol=2e-5)
+    steps = np.asarray(sol.steps_t)[: int(sol.n_steps) + 1]
+    ratios = np.diff(steps)[1:] / np.diff(steps)[:-1]
+    assert ratios.min() < 0.5 and ratios.max() > 1.5  # the steps do vary
+    orders = np.asarray(sol.steps_order)[: int(sol.n_steps)]
+    assert set(orders.tolist()) == {1, 2}  # backward Euler after breakpoints, BDF2 between
+
+
+@pytest.mark.parametrize("method", ["trapezoidal", "gear"])
+def test_fixed_steps_converge_with_order_two(method):
+    """At a fixed step (hmax, error test off) halving h / tau cuts the error about 4x: a
+    discharge through a 0 V source with tau = 1 ms and 2 ms, h = 40 us."""
+    graph = rc(v1=0.0)
+    graph.capacitor.a.v = 0.5
+    cfg = solvers.Integrator(hmax=4e-5, lte_factor=1e12, method=method)
+    taus = np.array([1e-3, 2e-3])
+    sol = solvers.simulate_batch(graph, {".resistor.r": jnp.asarray(taus / 1e-6)}, T,
+                                 integrator=cfg, initial="given")
+    errors = [np.max(np.abs(np.asarray(sol.x)[k, :, 2] - 0.5 * np.exp(-T / tau)))
+              for k, tau in enumerate(taus)]
+    assert 3.2 < errors[0] / errors[1] < 5.0, errors
+
+
+def test_unknown_method_is_refused():
+    with pytest.raises(ValueError, match="gear"):
+        solvers.Integrator(method="bdf")
+
+
+def test_small_dense_lu_pivots_and_solves_both_ways_under_vmap():
+    from solvers.linear import _small_lu
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(20, 5, 5))
+    a[:, 0, 0] = 1e-12  # a tiny leading pivot: rows must be exchanged
+    b = rng.normal(size=(20, 5))
+    lu, perm = jax.vmap(_small_lu.lu_factor)(jnp.asarray(a))
+    x = jax.vmap(_small_lu.lu_solve)(lu, perm, jnp.asarray(b))
+    xt = jax.vmap(_small_lu.lu_solve_transpose)(lu, perm, jnp.asarray(b))
+    np.testing.assert_allclose(np.einsum("bij,bj->bi", a, np.asarray(x)), b, atol=1e-9)
+    np.testing.assert_allclose(np.einsum("bji,bj->bi", a, np.asarray(xt)), b, atol=1e-9)
+    singular = _small_lu.lu_solve(*_small_lu.lu_factor(jnp.zeros((3, 3))), jnp.ones(3))
+    assert not np.all(np.isfinite(np.asarray(singular)))
+
+
+def test_small_systems_step_with_the_unrolled_lu():
+    from solvers import _simulate
+    from solvers.linear import _small_lu
+
+    system = solvers.System.build(rc())
+    assert isinstance(_simulate.linear_solver_for(system, CFG, 100), _small_lu.SmallDenseLU)
+
+
+def test_a_grid_transient_factors_in_jax_not_by_host_callbacks():
+    from scenarios.circuits import Capacitor, build_circuit, grid_netlist
+
+    from solvers import _simulate
+
+    base = grid_netlist(12)
+    caps = tuple(Capacitor(f"C{n}", n, "0", 1e-12) for n in base.nodes)
+    netlist = type(base)(base.title, base.elements + caps, base.models, base.analyses,
+                         base.options, base.temperature)
+    system = solvers.System.build(build_circuit(netlist))
+    assert system.n > 120  # beyond dense LU
+    chosen = _simulate.linear_solver_for(system, CFG, None)
+    assert type(chosen).__name__ in ("SparseLU", "BandedLU"), chosen
+    given = solvers.Integrator(linear_solver=solvers.SparseLU())
+    bound = _simulate.linear_solver_for(system, given, None)
+    assert bound.pattern.shape == (system.n, system.n)  # a given solver is bound to the pattern
+
+
+def test_batch_in_chunks_keeps_every_member_in_order():
+    taus = np.array([0.5e-3, 1e-3, 2e-3])
+    sol = solvers.simulate_batch(rc(), {".resistor.r": jnp.asarray(taus / 1e-6)}, T,
+                                 integrator=CFG, chunk_size=2)  # chunks of 2: one padded
+    assert np.asarray(sol.x).shape[0] == 3 and np.asarray(sol.n_steps).shape == (3,)
+    for k, tau in enumerate(taus):
+        np.testing.assert_allclose(np.asarray(sol.x)[k, :, 2], exact(T, tau), atol=1e-5)

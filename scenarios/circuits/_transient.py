@@ -3,7 +3,9 @@
 Tolerances come from ``.options`` as ngspice reads them: ``reltol`` (default 1e-3) is the
 relative tolerance of every unknown, ``vntol`` (1e-6 V) the absolute one of node voltages,
 ``abstol`` (1e-12 A) that of branch currents, ``trtol`` (7) loosens the truncation-error
-test as ngspice's does; ``chgtol`` has no counterpart (errors are estimated on the voltages
+test as ngspice's does; ``method=gear`` integrates with variable-coefficient BDF2 instead of
+the trapezoidal rule (``method=trap``, the default) and ``maxord=1`` with backward Euler
+only; ``chgtol`` has no counterpart (errors are estimated on the voltages
 and currents that charges and fluxes depend on, not on the charges) and is ignored. Without ``.ic`` the run starts from the DC operating point
 with every source at its t = 0 value; ``.ic v(n)=...`` holds those nodes during that
 operating point (ngspice without UIC), and ``uic`` starts from the given values at once.
@@ -92,13 +94,26 @@ def _option(netlist: Netlist, name: str, default: float) -> float:
         and value > 0 else default
 
 
+SPICE_METHODS = {"trap": "trapezoidal", "trapezoidal": "trapezoidal", "gear": "gear"}
+
+
+def _method(netlist: Netlist) -> str:
+    """The deck's ``.options method=`` as an ``Integrator`` method (trapezoidal by default)."""
+    word = netlist.options.get("method", "trap")
+    if not isinstance(word, str) or word.lower() not in SPICE_METHODS:
+        raise ValueError(f".options method={word!r}: use trap or gear")
+    return SPICE_METHODS[word.lower()]
+
+
 def integrator_for(netlist: Netlist, system: solvers.System, tran: Transient,
                    max_steps: int = 200000, save_steps: bool = False) -> solvers.Integrator:
     """The ``solvers.Integrator`` of a deck: its tolerances, ``tmax`` as the largest step.
     ``save_steps`` keeps every accepted state (needed for gradients; memory max_steps x n)."""
     vntol, abstol = _option(netlist, "vntol", 1e-6), _option(netlist, "abstol", 1e-12)
     atol = tuple(vntol if path.endswith(".v") else abstol for path in system.unknown_paths())
+    order = 1 if _option(netlist, "maxord", 2.0) < 2 else 2
     return solvers.Integrator(rtol=_option(netlist, "reltol", 1e-3), atol=atol,
+                              method=_method(netlist), order=order,
                               lte_factor=_option(netlist, "trtol", 7.0), hmax=tran.step_limit(),
                               max_steps=max_steps, save_steps=save_steps)
 

@@ -44,11 +44,15 @@ _MESSAGES = {
 }
 
 
+METHODS = ("trapezoidal", "gear")
+
+
 @dataclasses.dataclass(frozen=True)
 class Integrator:
     """How a transient steps (hashable: static under ``jit``).
 
-    ``order=2``: trapezoidal rule, with backward Euler at the start and after every
+    ``order=2``: ``method="trapezoidal"`` (the trapezoidal rule) or ``method="gear"``
+    (variable-coefficient BDF2), with backward Euler at the start and after every
     breakpoint (as SPICE); ``order=1``: backward Euler throughout. The step comes from a
     local truncation error estimate (divided differences of the accepted states) held to
     ``lte_factor * (atol + rtol * |x|)``; ``atol`` may be a vector (one per unknown).
@@ -63,6 +67,7 @@ class Integrator:
     rtol: float = 1e-3
     atol: float = 1e-6
     order: int = 2
+    method: str = "trapezoidal"
     hmax: float = math.inf
     hmin: Optional[float] = None
     h0: Optional[float] = None
@@ -77,6 +82,9 @@ class Integrator:
         if self.order not in (1, 2):
             raise ValueError(f"Integrator(order={self.order!r}): use 1 (backward Euler) or 2 "
                              "(trapezoidal).")
+        if self.method not in METHODS:
+            raise ValueError(f"Integrator(method={self.method!r}): use one of {METHODS} "
+                             "(gear: variable-coefficient BDF2).")
         for name in ("rtol", "lte_factor", "newton_tol", "hmax"):
             if not float(getattr(self, name)) > 0:
                 raise ValueError(f"Integrator({name}=...) must be positive, got "
@@ -111,3 +119,25 @@ def lagrange_weights(ts, valid, t):
                 w = w * jnp.where(valid[j], factor, 1.0)
         ws.append(jnp.where(valid[i], w, 0.0))
     return jnp.stack(ws)
+
+
+def coefficients(gear: bool, higher, h, h_prev):
+    """``(a, b, k)`` of one step: ``dQ/dt(t1) ~ a (Q1 - q_eff) - b Qdot_n`` with ``q_eff =
+    Q_n + k (Q_n - Q_{n-1})``. Backward Euler where not ``higher``; else the trapezoidal
+    rule, or (``gear``) variable-coefficient BDF2 on the steps ``h`` and ``h_prev``."""
+    if not gear:
+        return (jnp.where(higher, 2.0, 1.0) / h, jnp.where(higher, 1.0, 0.0),
+                jnp.zeros_like(h))
+    w = h / jnp.where(h_prev > 0, h_prev, h)  # step ratio omega
+    a = jnp.where(higher, (1.0 + 2.0 * w) / (1.0 + w), 1.0) / h
+    return a, jnp.zeros_like(h), jnp.where(higher, w * w / (1.0 + 2.0 * w), 0.0)
+
+
+def lte_constant(gear: bool, h, h_prev):
+    """An order-2 step's local error per third divided difference (about x'''/6):
+    trapezoidal ``h^3 / 2`` (``h^3 x'''/12``); BDF2 ``h^2 (h + h_prev) (1 + w) / (1 + 2 w)``
+    with ``w = h / h_prev`` (``2/9 h^3 x'''`` on equal steps)."""
+    if not gear:
+        return 0.5 * h ** 3
+    w = h / jnp.where(h_prev > 0, h_prev, h)
+    return h * h * (h + h_prev) * (1.0 + w) / (1.0 + 2.0 * w)

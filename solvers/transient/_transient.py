@@ -2,11 +2,13 @@
 the last output time: a ``lax.scan`` over the output times whose body steps with a
 ``lax.while_loop`` until it passes the next one (jit-, vmap- and grad-able; no host loop).
 
-Each step solves ``G(x) = F(x, p, t1) + a (Q(x) - Q_n) - b Qdot_n = 0`` by Newton (backward
-Euler: ``a = 1/h, b = 0``; trapezoidal: ``a = 2/h, b = 1``), whose matrix is
-``dF/dx + a dQ/dx``. Gradients are not taken through the loop: :func:`replay` recomputes the
-accepted states from the recorded step sequence, each one carrying its derivative by the
-implicit function theorem (a discrete adjoint when reversed).
+Each step solves ``G(x) = F(x, p, t1) + a (Q(x) - q_eff) - b Qdot_n = 0`` by Newton (backward
+Euler: ``a = 1/h, b = 0, q_eff = Q_n``; trapezoidal: ``a = 2/h, b = 1``; variable-coefficient
+BDF2: ``a = (1 + 2w) / ((1 + w) h)``, ``q_eff = Q_n + w^2 (Q_n - Q_{n-1}) / (1 + 2w)``,
+``w = h / h_prev``), whose matrix is ``dF/dx + a dQ/dx``. Gradients are not taken through
+the loop: :func:`replay` recomputes the accepted states from the recorded step sequence,
+each one carrying its derivative by the implicit function theorem (a discrete adjoint when
+reversed).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from jax import lax
 
 from ..roots._implicit import implicit_solution
 from ._integrator import TRANSIENT_RESULTS as R
-from ._integrator import divided_difference, lagrange_weights
+from ._integrator import coefficients, divided_difference, lagrange_weights, lte_constant
 
 HIST = 4  # accepted points kept: the output interpolant is cubic (error estimates use 3 + the new)
 
@@ -30,6 +32,7 @@ class State(NamedTuple):
     x: jax.Array
     q: jax.Array
     qd: jax.Array
+    qp: jax.Array  # Q at the previous accepted point (BDF2)
     hist_t: jax.Array  # (HIST,) newest first; hist_t[0] == t
     hist_x: jax.Array  # (HIST, n)
     n_hist: jax.Array  # valid history points since the last breakpoint (1..HIST)
@@ -92,7 +95,7 @@ def init_state(problem, cfg, params, x0, t0, t_end, h0, start_ok) -> State:
     keep = S + 1 if cfg.save_steps else 1
     zero = jnp.zeros((), jnp.int32)
     bp = jnp.minimum(_next_break(problem, problem.at(params, t0), t0, t_end), t_end)
-    return State(t0, h0, x0, q0, jnp.zeros_like(q0), jnp.full((HIST,), t0, dtype),
+    return State(t0, h0, x0, q0, jnp.zeros_like(q0), q0, jnp.full((HIST,), t0, dtype),
                  jnp.broadcast_to(x0, (HIST, n)), zero + 1, jnp.zeros((), bool), zero + 1, bp,
                  zero, zero, zero,
                  jnp.where(start_ok, _code(R.successful), _code(R.initial_point_failed)),
@@ -116,7 +119,7 @@ def _error(cfg, order, hist_t, hist_x, n_pts, t1, x1, h, atol, mask):
     xs = jnp.concatenate([x1[None], hist_x])
     scale = cfg.lte_factor * (atol + cfg.rtol * jnp.maximum(jnp.abs(x1), jnp.abs(hist_x[0])))
     dd2 = divided_difference(ts, xs, 3) * h ** 2  # backward Euler: h^2 x''/2
-    dd3 = divided_difference(ts, xs, 4) * h ** 3 * 0.5  # trapezoidal: h^3 x'''/12
+    dd3 = divided_difference(ts, xs, 4) * lte_constant(_gear(cfg), h, hist_t[0] - hist_t[1])
     lte = jnp.where(order == 1, dd2, dd3)
     enough = n_pts + 1 >= order + 2
     ratio = jnp.where(mask, jnp.abs(lte) / scale, 0.0)
@@ -126,28 +129,39 @@ def _error(cfg, order, hist_t, hist_x, n_pts, t1, x1, h, atol, mask):
 BUFFERS = ("rec_t", "rec_x", "rec_order")
 
 
+def _gear(cfg) -> bool:
+    return cfg.method == "gear"
+
+
+def _restart_points(cfg) -> int:
+    """History points since a breakpoint that an order-2 step needs (BDF2: the previous
+    point; the trapezoidal rule: also a derivative not taken across the breakpoint)."""
+    return 2 if _gear(cfg) else 3
+
+
 def step(problem, cfg, ls, params, t_end, hmin, atol, mask, s: State) -> State:
     """One attempted step (accepted or rejected; nothing changes once ``s.done``). The
     buffers are written only where a step is accepted (masked indices, no copies)."""
     n_hist = jnp.where(s.at_break, 1, s.n_hist)
-    use_trap = (cfg.order == 2) & (n_hist >= 3)
-    order = jnp.where(use_trap, 2, 1)
+    higher = (cfg.order == 2) & (n_hist >= _restart_points(cfg))
+    order = jnp.where(higher, 2, 1)
     h = jnp.minimum(s.h, cfg.hmax)
     land = s.t + h >= s.bp - 0.1 * h
     h = jnp.where(land, s.bp - s.t, h)
     t1 = jnp.where(land, s.bp, s.t + h)
     valid = jnp.arange(HIST) < jnp.minimum(n_hist, order + 1)
     x_pred = lagrange_weights(s.hist_t, valid, t1) @ s.hist_x
-    a = jnp.where(use_trap, 2.0, 1.0) / h
-    b = jnp.where(use_trap, 1.0, 0.0)
+    a, b, k = coefficients(_gear(cfg), higher, h, s.hist_t[0] - s.hist_t[1])
+    q_eff = s.q + k * (s.q - s.qp)
     p1 = problem.at(params, t1)
-    x1, ok, iters = newton(problem, cfg, ls, x_pred, (p1, s.q, s.qd, a, b), atol)
+    x1, ok, iters = newton(problem, cfg, ls, x_pred, (p1, q_eff, s.qd, a, b), atol)
     err = _error(cfg, order, s.hist_t, s.hist_x, s.n_pts, t1, x1, h, atol, mask)
     ok = ok & jnp.isfinite(err)
     accept = ok & (err <= 1.0) & ~s.done
     factor = jnp.clip(0.9 * jnp.where(err > 0, err, 1e-30) ** (-1.0 / (order + 1.0)), 0.2, 2.0)
     h_next = jnp.where(ok, h * factor, h / 8.0)
-    new = _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, t_end, accept)
+    new = _accepted(problem, cfg, s, p1, x1, t1, h, (a, b, q_eff), order, land, h_next, t_end,
+                    accept)
     new = new._replace(n_hist=jnp.minimum(n_hist + 1, HIST))
     new = new._replace(n_newton=s.n_newton + iters)
     rejected = s._replace(h=h_next, n_rej=s.n_rej + 1, n_newton=s.n_newton + iters)
@@ -161,9 +175,10 @@ def _select(cond, a: State, b: State, written: State) -> State:
                    else jnp.where(cond, getattr(a, f), getattr(b, f)) for f in State._fields])
 
 
-def _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, t_end, accept) -> State:
+def _accepted(problem, cfg, s, p1, x1, t1, h, coef, order, land, h_next, t_end, accept) -> State:
+    a, b, q_eff = coef
     q1 = problem.charge(x1, p1)
-    qd1 = a * (q1 - s.q) - b * s.qd
+    qd1 = a * (q1 - q_eff) - b * s.qd
     hist_t = jnp.concatenate([t1[None], s.hist_t[:-1]])
     hist_x = jnp.concatenate([x1[None], s.hist_x[:-1]])
     n_acc = s.n_acc + 1
@@ -176,7 +191,7 @@ def _accepted(problem, cfg, s, p1, x1, t1, h, a, b, order, land, h_next, t_end, 
     bp = jnp.minimum(jnp.where(land, _next_break(problem, p1, t1, t_end), s.bp), t_end)
     restart = 0.1 * jnp.minimum(h, bp - t1)
     return s._replace(
-        t=t1, h=jnp.where(land, restart, h_next), x=x1, q=q1, qd=qd1, hist_t=hist_t,
+        t=t1, h=jnp.where(land, restart, h_next), x=x1, q=q1, qd=qd1, qp=s.q, hist_t=hist_t,
         hist_x=hist_x, at_break=land, n_pts=jnp.minimum(s.n_pts + 1, HIST), bp=bp,
         n_acc=n_acc, rec_t=rec_t, rec_x=rec_x, rec_order=rec_order)
 
@@ -201,7 +216,8 @@ class Output(NamedTuple):
 def integrate(problem, cfg, ls, params, x0, start_ok, grid, t0, h0, hmin, atol, mask):
     """The whole time run of one member from ``x0`` at ``t0`` to ``grid[-1]``: a scan over
     the output times, each stepping until it passes the time, then interpolating (cubic at
-    most, through points since the last breakpoint). The output is no part of the loops'
+    most, through points since the last breakpoint; BDF2: the quadratic its derivative
+    comes from, through the newest three). The output is no part of the loops'
     carry, which a batched ``while_loop`` selects whole at every iteration."""
     t_end = grid[-1]
     s = init_state(problem, cfg, params, x0, t0, t_end, h0, start_ok)
@@ -209,7 +225,7 @@ def integrate(problem, cfg, ls, params, x0, start_ok, grid, t0, h0, hmin, atol, 
 
     def output(s, tg):
         s = lax.while_loop(lambda s: ~s.done & (s.t < tg), advance, s)
-        valid = jnp.arange(HIST) < s.n_hist
+        valid = jnp.arange(HIST) < jnp.minimum(s.n_hist, 3 if _gear(cfg) else HIST)
         w = lagrange_weights(s.hist_t, valid, tg)
         y = jnp.where(s.t >= tg, w @ s.hist_x, jnp.nan)
         idx = jnp.maximum(s.n_acc - jnp.arange(HIST), 0).astype(jnp.int32)
@@ -218,27 +234,28 @@ def integrate(problem, cfg, ls, params, x0, start_ok, grid, t0, h0, hmin, atol, 
     return lax.scan(output, s, grid)
 
 
-def replay(problem, ls, params, x0, s: State, out: Output, n_steps: int) -> jax.Array:
+def replay(problem, cfg, ls, params, x0, s: State, out: Output) -> jax.Array:
     """The grid output recomputed from the recorded steps, differentiable in ``params`` and
     ``x0``: each accepted state is its step's root with an implicit derivative."""
     fn = _residual_fn(problem)
     q0 = problem.charge(x0, problem.at(params, s.rec_t[0]))
 
     def body(carry, j):
-        x, q, qd = carry
-        trap = s.rec_order[j] == 2
+        x, q, qd, qp = carry
         h = s.rec_t[j + 1] - s.rec_t[j]
-        a = jnp.where(trap, 2.0, 1.0) / jnp.where(h > 0, h, 1.0)
-        b = jnp.where(trap, 1.0, 0.0)
+        h_prev = jnp.where(j > 0, s.rec_t[j] - s.rec_t[jnp.maximum(j - 1, 0)], 0.0)
+        a, b, k = coefficients(_gear(cfg), s.rec_order[j] == 2, jnp.where(h > 0, h, 1.0),
+                               h_prev)
+        q_eff = q + k * (q - qp)
         p1 = problem.at(params, s.rec_t[j + 1])
         live = j < s.n_acc
-        x1 = implicit_solution(fn, ls, s.rec_x[j + 1], (p1, q, qd, a, b))
+        x1 = implicit_solution(fn, ls, s.rec_x[j + 1], (p1, q_eff, qd, a, b))
         q1 = problem.charge(x1, p1)
-        qd1 = a * (q1 - q) - b * qd
+        qd1 = a * (q1 - q_eff) - b * qd
         pick = lambda u, v: jnp.where(live, u, v)  # noqa: E731
-        return (pick(x1, x), pick(q1, q), pick(qd1, qd)), pick(x1, x)
+        return (pick(x1, x), pick(q1, q), pick(qd1, qd), pick(q, qp)), pick(x1, x)
 
-    _, xs = lax.scan(body, (x0, q0, jnp.zeros_like(q0)), jnp.arange(n_steps))
+    _, xs = lax.scan(body, (x0, q0, jnp.zeros_like(q0), q0), jnp.arange(cfg.max_steps))
     xs = jnp.concatenate([x0[None], xs])
     return jnp.einsum("gk,gkn->gn", out.g_w, xs[out.g_idx])
 

@@ -119,14 +119,14 @@ def solve_batch(problem: Any, *args: Any, **options: Any) -> Solution:
     restart skips them; ``gather=False`` keeps each process's own members only
     (`process_members`); ``progress`` may be a meter with ``update(n)``.
     """
-    return _dispatch("batch", problem, args, options)
+    return _dispatch("solve_batch", problem, args, options)
 
 
 _FORMS = {
     ("solve", "graph"): "solvers.solve(graph, solver=None, *, evaluation='auto', throw=False)",
     ("solve", "flat"): "solvers.solve(fn, x0, params=None, *, solver=None, ...)",
-    ("batch", "graph"): "solvers.solve_batch(graph, {key: values}, solver=None, *, x0=None, ...)",
-    ("batch", "flat"): "solvers.solve_batch(fn, x0, params, *, params_axes=0, solver=None, ...)",
+    ("solve_batch", "graph"): "solvers.solve_batch(graph, {key: values}, solver=None, *, ...)",
+    ("solve_batch", "flat"): "solvers.solve_batch(fn, x0, params, *, params_axes=0, ...)",
 }
 
 
@@ -134,7 +134,8 @@ def _dispatch(entry: str, problem: Any, args: tuple, options: dict) -> Solution:
     """Call the graph or the flat form of an entry point; argument errors name the form."""
     kind = _kind(problem, entry)
     impl = {("solve", "graph"): _solve_graph, ("solve", "flat"): solve_flat,
-            ("batch", "graph"): _solve_graph_batch, ("batch", "flat"): solve_flat_batch}[entry, kind]
+            ("solve_batch", "graph"): _solve_graph_batch,
+            ("solve_batch", "flat"): solve_flat_batch}[entry, kind]
     try:
         return impl(problem, *args, **options)
     except TypeError:
@@ -142,9 +143,9 @@ def _dispatch(entry: str, problem: Any, args: tuple, options: dict) -> Solution:
             inspect.signature(impl).bind(problem, *args, **options)
         except TypeError as bad:
             hint = (" A flat function has no graph to read a start from: pass x0."
-                    if "'x0'" in str(bad) else "")
-            raise TypeError(f"{_FORMS[entry, kind].split('(')[0]}: {bad}; call it as "
-                            f"{_FORMS[entry, kind]}.{hint}") from None
+                    if kind == "flat" and "'x0'" in str(bad) else "")
+            raise TypeError(f"solvers.{entry}: {bad}; call it as {_FORMS[entry, kind]}.{hint}"
+                            ) from None
         raise
 
 
@@ -154,10 +155,9 @@ def _kind(problem: Any, entry: str) -> str:
         return "graph"
     if callable(problem) and not isinstance(problem, type):
         return "flat"
-    name = "solve" if entry == "solve" else "solve_batch"
     what = f"the class {problem.__name__} (pass an instance)" if isinstance(problem, type) \
         else type(problem).__name__
-    raise TypeError(f"solvers.{name} takes a graph (its root node; sg.Bundle(a, b) roots "
+    raise TypeError(f"solvers.{entry} takes a graph (its root node; sg.Bundle(a, b) roots "
                     "several nodes), a solvers.System or a flat function fn(x, params); "
                     f"got {what}.")
 

@@ -97,6 +97,8 @@ def _kind(obj) -> str:
 def entry(package: str, name: str, obj) -> str:
     kind = _kind(obj)
     parts = [f"### `{package}.{name}`", "", f"*{kind}*", ""]
+    if isinstance(obj, type) and obj.__name__ != name and hasattr(obj, "__module__"):
+        return "\n".join(parts + [f"Another name for `{package}.{obj.__name__}`."]) + "\n"
     if kind == "enum":
         parts += ["```text", ", ".join(f"{m.name} = {m.value}" for m in obj), "```", "", doc(obj)]
     elif kind == "constant":

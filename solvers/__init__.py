@@ -1,14 +1,15 @@
 """Batched, differentiable Newton-family solves of F(x, params) = 0 that say when they fail.
 
-Methods are objects passed to a solve (``solver=solvers.Newton(...)``); every method works
-through a linear solver (``DenseLU``, ``GMRES``, ``BiCGStab``, a sparse back end such as
-``SparseLU()``, bound to the system's Jacobian pattern by the solve, or
-``AutoLinearSolver()``, which chooses) and returns a ``FlatSolution`` with a ``RESULTS``
-code per member.
+Two entry points, ``solve`` and ``solve_batch``, take a graph, a ``System`` or a flat
+function ``fn(x, params)`` and return a ``Solution`` with a ``RESULTS`` code per member. A
+method is an object passed as ``solver=`` (``solvers.Newton(...)``; ``Default`` runs several
+in stages); every method works through a linear solver (``DenseLU``, ``GMRES``,
+``BiCGStab``, a sparse back end such as ``SparseLU()``, bound to the system's Jacobian
+pattern by the solve, or ``AutoLinearSolver()``, which chooses).
 """
 
 from ._compile_cache import enable_compilation_cache
-from ._graph import Solution, default_method, solve, solve_batch
+from ._graph import default_method, solve, solve_batch
 from ._result import RESULTS
 from ._simulate import TransientSolution, simulate, simulate_batch
 from .batch import SweepMismatchError, initialize_distributed, process_members, solve_flat_batch
@@ -49,6 +50,7 @@ from .roots import (
     JaxoptLevenbergMarquardt,
     LevenbergMarquardt,
     Newton,
+    Solution,
     SolveError,
     TrustRegion,
     solve_flat,

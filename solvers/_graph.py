@@ -1,30 +1,30 @@
-"""Graph-level entry points: ``solve(graph)`` and ``solve_batch(graph, {path: values})``.
+"""The two entry points, ``solve`` and ``solve_batch``, of a graph, a `System` or a flat function.
 
-A graph is lowered to a :class:`System` (``F(x, params) = 0``), solved with a method object,
-and the answer comes back as a :class:`Solution` whose ``.system`` is a new graph with the
+A graph is lowered to a :class:`System` (``F(x, params) = 0``) and solved with a method
+object; the `Solution` also holds the System, so its ``.system`` is a new graph with the
 unknowns solved and the sharing intact. The method's linear solvers are bound to the graph's
-Jacobian pattern; without a method, `AutoLinearSolver` chooses one by size and pattern.
+Jacobian pattern; without a method, `AutoLinearSolver` chooses one by size and pattern. A flat
+function goes to `solve_flat` / `solve_flat_batch` as it is.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
+import inspect
 from typing import Any, Mapping, Optional
 
 import jax
 import jax.numpy as jnp
-import numpy as np
+
+import simgraph as sg
 
 from .linear._auto import AutoLinearSolver
 from .batch._batch import solve_flat_batch
 from .linear._bind import bind_linear_solvers
-from ._concrete import is_concrete, is_traced, staging
-from ._frame import solution_frame
+from ._concrete import is_concrete, staging
 from .roots._method import AbstractRootMethod, FlatProblem
 from .roots._polyalgorithm import Default
-from ._result import RESULTS
-from .roots._solution import FlatSolution, SolveError
+from .roots._solution import Solution
 from .roots._solve import raise_if_failed_anywhere, solve_flat
 from .roots._staging import member_starts, member_values, run_staged
 from .batch._sweep import is_sweep, sweep_fingerprint, sweep_flat
@@ -59,99 +59,6 @@ class _StepLimit(_Residual):
         return self.structure.evaluator.step_limit(x, dx, self.params(params))
 
 
-@jax.tree_util.register_pytree_node_class
-@dataclasses.dataclass(frozen=True)
-class Solution:
-    """The solved graph and, per batch member, how the solve went.
-
-    ``system`` is a new graph with the unknowns solved (batched leaves for a batch; built on
-    first access, then the same object, so sharing can be checked across reads);
-    ``result`` typed codes (``solvers.RESULTS``), ``converged``, ``iterations``,
-    ``residual_norm`` (max|F|), ``relative_step`` (see ``FlatSolution``),
-    ``num_fev``/``num_jev``; ``lowered`` the :class:`System`.
-    """
-
-    flat: FlatSolution
-    lowered: System
-    swept: tuple = ()  # solve_batch's batched values, in the order of `keys`
-    keys: tuple = ()   # solve_batch's parameter addresses (static)
-
-    def tree_flatten(self):
-        return (self.flat, self.lowered, self.swept), self.keys
-
-    @classmethod
-    def tree_unflatten(cls, keys, children):
-        return cls(*children, keys=keys)
-
-    @functools.cached_property
-    def system(self) -> Any:
-        """The solved graph (batched leaves for a batch); built on first access, then the
-        same object on every access."""
-        return self.lowered.to_graph(self.flat.x, self.params)
-
-    @property
-    def params(self) -> Any:
-        """The parameters each member was solved with (batched only for a batch)."""
-        if not self.keys:
-            return self.lowered.params
-        base = self.lowered.params
-        return jax.vmap(lambda v: self.lowered.set_params(base, dict(zip(self.keys, v))))(self.swept)
-
-    result = property(lambda self: self.flat.result)
-    converged = property(lambda self: self.flat.converged)
-    iterations = property(lambda self: self.flat.iterations)
-    residual_norm = property(lambda self: self.flat.residual_norm)
-    relative_step = property(lambda self: self.flat.relative_step)
-    num_fev = property(lambda self: self.flat.num_fev)
-    num_jev = property(lambda self: self.flat.num_jev)
-    x = property(lambda self: self.flat.x)
-
-    def value(self, where) -> jax.Array:
-        """The solved unknowns of a node (object or key path) or of one leaf path."""
-        return self.flat.x[..., self.lowered.locate(where)]
-
-    def message(self, index=None) -> str:
-        return self.flat.message(index)
-
-    def summary(self) -> str:
-        return self.flat.summary()
-
-    def raise_if_failed(self) -> "Solution":
-        """Raise ``SolveError`` naming the worst failed member and what to try, with
-        :meth:`diagnose`'s finding for that member (a singular or non-finite block)."""
-        try:
-            self.flat.raise_if_failed()
-        except SolveError as err:
-            found = None if err.code is RESULTS.nonfinite_input else self.diagnose(err.index)
-            if found is None:
-                raise
-            raise SolveError(f"{err} Diagnosis: {found}", err.index, err.code) from None
-        return self
-
-    def diagnose(self, index=None) -> Optional[str]:
-        """Name the parts of the graph whose Jacobian is singular or not finite for one
-        member (``index``; default: the worst failed one, else the only one) at its
-        returned x, else at the start x0 (a failed solve may have wandered to where the
-        Jacobian is regular: a truss mechanism is singular at its start); None if none."""
-        if index is None and self.flat.batch_shape:
-            index = self.flat.worst_index()
-            if index is None:
-                index = 0
-        pick = (lambda a: a) if index is None else (lambda a: a[index])
-        params = jax.tree_util.tree_map(pick, self.params) if self.keys else self.params
-        x = pick(self.flat.x)
-        found = self.lowered.diagnose(x, params)
-        if found is None and not np.array_equal(np.asarray(x), np.asarray(self.lowered.x0)):
-            found = self.lowered.diagnose(None, params)
-            found = None if found is None else f"at the start x0, {found}"
-        return found
-    def to_frame(self, long: bool = False):
-        """The solved unknowns as a pandas DataFrame: one row per unknown (key path, owner
-        class, value; a batch has one column per member, or ``long=True`` one row per member
-        and unknown). Needs pandas: ``pip install 'simgraph[tables]'``."""
-        return solution_frame(self, long)
-
-
 def default_method(system: System, solver: Optional[AbstractRootMethod] = None, *,
                    batch_size: Optional[int] = None, **options: Any) -> AbstractRootMethod:
     """The caller's method, or ``Default(**options)`` with the linear solver
@@ -172,20 +79,92 @@ def _method(system: System, solver, batch_size=None) -> AbstractRootMethod:
                                system.sparsity_pattern)
 
 
-def solve(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
-          evaluation: str = "auto", throw: bool = False) -> Solution:
-    """Solve the equations of ``graph`` (or of a prebuilt :class:`System`, which skips the
-    lowering) for its ``sg.unknown()`` fields.
+def solve(problem: Any, *args: Any, **options: Any) -> Solution:
+    """Solve ``F = 0`` once; ``problem`` is a graph, a `System` or a flat function:
 
-    Works outside and inside ``jax.jit``, ``jax.vmap`` and ``jax.grad`` (gradients by implicit
-    differentiation). ``solver`` is a method object (``solvers.Newton()``, ...; default: a
-    polyalgorithm with a dense or sparse LU by size); a least-squares method
-    (``solvers.LevenbergMarquardt()``) also takes more equations than unknowns.
-    ``throw=True`` raises on failure: ``SolveError`` outside transforms; inside ``jax.jit``
-    JAX's ``jax.errors.JaxRuntimeError`` whose message holds the ``SolveError`` text.
-    Outside transforms ``Default`` runs Newton first and compiles each fallback only when some
-    member reaches it (`run_staged`).
+    * ``solve(graph, solver=None, *, evaluation="auto", throw=False)``: lowers the graph (its
+      root node) to a `System` and solves for its ``sg.unknown()`` fields; ``evaluation`` as
+      in `System.build`;
+    * ``solve(system, solver=None, *, throw=False)``: a prebuilt `System`, solved as it is;
+    * ``solve(fn, x0, params=None, *, solver=None, step_limit=None, continuation=None,
+      sparsity=None, throw=False)``: ``fn(x, params) -> F`` from the start ``x0`` (1-D);
+      also spelled `solve_flat`, whose docstring details these options.
+
+    ``solver`` is the method (``solvers.Newton()``, ...; default: ``Default()``, for a graph
+    with the linear solver `AutoLinearSolver` picks). Returns a `Solution`; a graph's or a
+    System's also gives ``.system``, the solved graph. Works inside ``jax.jit``, ``vmap`` and
+    ``grad`` (gradients by implicit differentiation); outside them ``Default`` runs stage by
+    stage, compiling a fallback only when some member needs it. ``throw=True`` raises
+    ``SolveError`` on failure (inside ``jit``: ``jax.errors.JaxRuntimeError`` with its text).
     """
+    return _dispatch("solve", problem, args, options)
+
+
+def solve_batch(problem: Any, *args: Any, **options: Any) -> Solution:
+    """Solve once per batch member; ``problem`` is a graph, a `System` or a flat function:
+
+    * ``solve_batch(graph_or_system, values, solver=None, *, x0=None, evaluation="auto",
+      chunk_size=None, progress=None, throw=False, results_dir=None, gather=True)``:
+      ``values`` maps keys to arrays whose leading axis is the batch. A key is a key path as
+      ``jax.tree_util.keystr`` prints it (``".source.voltage"``, ``"source.voltage"``),
+      ``"Class.field"`` (that field of every node of the class) or a filter on
+      ``sg.LeafInfo``; keys are checked before anything is compiled. ``x0``: (n,) or (B, n);
+    * ``solve_batch(fn, x0, params, *, params_axes=0, solver=None, step_limit=None,
+      continuation=None, chunk_size=16384, progress=None, sparsity=None, throw=False)``:
+      ``params_axes`` like ``vmap``'s ``in_axes``; also spelled `solve_flat_batch`.
+
+    Returns a batched `Solution`. Large batches run in chunks (a progress bar on a terminal),
+    split over all devices. Sweeps (the guide's "Several hosts"): several JAX processes
+    (`initialize_distributed`) split the batch; ``results_dir`` keeps finished chunks so a
+    restart skips them; ``gather=False`` keeps each process's own members only
+    (`process_members`); ``progress`` may be a meter with ``update(n)``.
+    """
+    return _dispatch("solve_batch", problem, args, options)
+
+
+_FORMS = {
+    ("solve", "graph"): "solvers.solve(graph, solver=None, *, evaluation='auto', throw=False)",
+    ("solve", "flat"): "solvers.solve(fn, x0, params=None, *, solver=None, ...)",
+    ("solve_batch", "graph"): "solvers.solve_batch(graph, {key: values}, solver=None, *, ...)",
+    ("solve_batch", "flat"): "solvers.solve_batch(fn, x0, params, *, params_axes=0, ...)",
+}
+
+
+def _dispatch(entry: str, problem: Any, args: tuple, options: dict) -> Solution:
+    """Call the graph or the flat form of an entry point; argument errors name the form."""
+    kind = _kind(problem, entry)
+    impl = {("solve", "graph"): _solve_graph, ("solve", "flat"): solve_flat,
+            ("solve_batch", "graph"): _solve_graph_batch,
+            ("solve_batch", "flat"): solve_flat_batch}[entry, kind]
+    try:
+        return impl(problem, *args, **options)
+    except TypeError:
+        try:
+            inspect.signature(impl).bind(problem, *args, **options)
+        except TypeError as bad:
+            hint = (" A flat function has no graph to read a start from: pass x0."
+                    if kind == "flat" and "'x0'" in str(bad) else "")
+            raise TypeError(f"solvers.{entry}: {bad}; call it as {_FORMS[entry, kind]}.{hint}"
+                            ) from None
+        raise
+
+
+def _kind(problem: Any, entry: str) -> str:
+    """"graph" for a graph's root node or a System, "flat" for a function; else TypeError."""
+    if isinstance(problem, (System, sg.ReffableTreeNode)):
+        return "graph"
+    if callable(problem) and not isinstance(problem, type):
+        return "flat"
+    what = f"the class {problem.__name__} (pass an instance)" if isinstance(problem, type) \
+        else type(problem).__name__
+    raise TypeError(f"solvers.{entry} takes a graph (its root node; sg.Bundle(a, b) roots "
+                    "several nodes), a solvers.System or a flat function fn(x, params); "
+                    f"got {what}.")
+
+
+def _solve_graph(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
+                 evaluation: str = "auto", throw: bool = False) -> Solution:
+    """`solve` of a graph or a System."""
     system = _lowered(graph, solver, evaluation)
     method = _method(system, solver)
     step_limit = _StepLimit(system._s) if system.has_step_limit else None
@@ -195,31 +174,15 @@ def solve(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
                           step_limit=step_limit)
 
     flat = _run(method, system, (system.x0, system.params), attempt)
-    return _checked(Solution(flat, system), throw)
+    return _checked(dataclasses.replace(flat, lowered=system), throw)
 
 
-def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[AbstractRootMethod] = None, *,
-                evaluation: str = "auto", x0: Any = None, chunk_size: Optional[int] = None,
-                progress: Any = None, throw: bool = False, results_dir: Any = None,
-                gather: bool = True) -> Solution:
-    """Solve once per batch member; ``values`` maps keys to arrays whose leading axis is the
-    batch. A key is a key path as ``jax.tree_util.keystr`` prints it (``".source.voltage"``
-    or ``"source.voltage"``, ``".vsources['V1'].value"``), ``"Class.field"`` (that field of
-    every node of the class), or a filter callable on ``sg.LeafInfo``; keys are checked
-    before anything is compiled.
-
-    ``graph`` may be a prebuilt :class:`System`: repeated sweeps of one graph then skip the
-    walk over the graph too (a graph's lowering is cached by structure, see `System.build`).
-    Only the swept parameters are batched; large batches run in chunks with a progress bar
-    on a terminal, split over all devices.
-    ``x0``: a start of shape (n,) or (B, n) (default: the graph's unknowns).
-
-    Sweeps (see the guide's "Several hosts"): started as several JAX processes
-    (`initialize_distributed`) the batch is split over all their devices; ``results_dir``
-    writes each finished chunk there and a restart skips them; ``gather=False`` keeps on
-    each process only its own members (`process_members`). ``progress`` may be a meter
-    object with ``update(n)`` (counts members, on process 0 only).
-    """
+def _solve_graph_batch(graph: Any, values: Mapping[Any, Any],
+                       solver: Optional[AbstractRootMethod] = None, *, evaluation: str = "auto",
+                       x0: Any = None, chunk_size: Optional[int] = None, progress: Any = None,
+                       throw: bool = False, results_dir: Any = None,
+                       gather: bool = True) -> Solution:
+    """`solve_batch` of a graph or a System."""
     system = _lowered(graph, solver, evaluation)
     keys, batched = _sweep_values(system, values)
     start = system.x0 if x0 is None else jnp.asarray(x0)
@@ -241,12 +204,18 @@ def solve_batch(graph: Any, values: Mapping[Any, Any], solver: Optional[Abstract
                                 progress=progress, **kwargs)
 
     flat = _run(method, system, (start, system.params, batched), attempt)
-    return _checked(Solution(flat, system, batched, keys), throw)
-
+    return _checked(dataclasses.replace(flat, lowered=system, swept=batched, keys=keys), throw)
 
 def _lowered(graph: Any, solver: Optional[AbstractRootMethod], evaluation: str) -> System:
     """The graph's System; more equations than unknowns only for a least-squares method."""
+    if solver is not None and not isinstance(solver, AbstractRootMethod):
+        raise TypeError(f"solver must be a method object such as solvers.Newton(), got "
+                        f"{type(solver).__name__}; a graph's start comes from its unknowns "
+                        "(solve_batch takes x0=).")
     if isinstance(graph, System):
+        if evaluation != "auto":
+            raise ValueError("evaluation= chooses how a graph is lowered, and this System is "
+                             "lowered already: build it with System.build(graph, evaluation=...).")
         return graph
     square = not getattr(solver, "least_squares", False)
     return System.build(graph, evaluation=evaluation, square=square)
@@ -260,7 +229,7 @@ def _sweep(system, keys, batched, start, method, step_limit, chunk_size, throw, 
                                chunk_size=chunk_size, fingerprint=fingerprint,
                                about={"parameters": [str(k.key) for k in keys]}, **options)
     swept = batched if members is None else tuple(v[members.start:members.stop] for v in batched)
-    return _checked(Solution(flat, system, swept, keys), throw)
+    return _checked(dataclasses.replace(flat, lowered=system, swept=swept, keys=keys), throw)
 
 
 def _eager(tree: Any) -> bool:
@@ -269,7 +238,7 @@ def _eager(tree: Any) -> bool:
     return is_concrete(tree) and not staging()
 
 
-def _run(method, system: System, inputs: Any, attempt) -> FlatSolution:
+def _run(method, system: System, inputs: Any, attempt) -> Solution:
     """Stage ``Default`` on the host when eager; otherwise one traced program."""
     if _eager(inputs):
         return run_staged(method, system.m, system.n, attempt)
@@ -279,15 +248,15 @@ def _run(method, system: System, inputs: Any, attempt) -> FlatSolution:
 def _checked(sol: Solution, throw: bool) -> Solution:
     """``sol``, or raise on failure: with the diagnosis when concrete, else from inside the
     transform (``raise_if_failed_anywhere``)."""
-    if not throw:
-        return sol
-    if is_traced(sol.flat.result):
-        return dataclasses.replace(sol, flat=raise_if_failed_anywhere(sol.flat))
-    return sol.raise_if_failed()
+    return raise_if_failed_anywhere(sol) if throw else sol
 
 
 def _sweep_values(system: System, values: Mapping[Any, Any]) -> tuple[tuple, tuple]:
     """Resolve every key to its parameter leaves and check every value, before tracing."""
+    if not isinstance(values, Mapping):
+        raise TypeError("solve_batch of a graph takes {key: values} (one array per swept "
+                        f"parameter, batch axis first), got {type(values).__name__}; a flat "
+                        "function takes solve_batch(fn, x0, params, params_axes=...).")
     if not values:
         raise ValueError("solve_batch needs at least one swept parameter: {key: values}; "
                          "for a single solve use solvers.solve.")

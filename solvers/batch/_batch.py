@@ -1,4 +1,5 @@
-"""``solve_flat_batch``: many members at once, in chunks, over all devices.
+"""``solve_flat_batch``: many members at once, in chunks, over all devices (the flat form
+of ``solvers.solve_batch``).
 
 On CPU each chunk runs as a ``lax.map`` over blocks of members sized so that one block's
 Newton iteration stays in cache (`block_size`); each block's loops also stop as soon as its
@@ -19,7 +20,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._concrete import is_concrete
 from ..roots._method import AbstractRootMethod, Continuation, FlatProblem, StepLimit
-from ..roots._solution import FlatSolution
+from ..roots._solution import Solution
 from ..linear._sparsity import SparsityPattern
 from ..roots._solve import check_arguments, linear_solver_of, raise_if_failed_anywhere, solve_core
 
@@ -125,7 +126,7 @@ def _batch_size(x0, x0_axis, params, axes) -> int:
     if not sizes:
         raise ValueError(
             "nothing is batched: give params_axes=0 (or a prefix tree with 0 on the batched "
-            "params) or a 2-D x0 of shape (B, n); for one member use solvers.solve_flat."
+            "params) or a 2-D x0 of shape (B, n); for one member use solvers.solve(fn, x0, params)."
         )
     if len(sizes) != 1:
         raise ValueError(
@@ -146,8 +147,9 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
                      continuation: Optional[Continuation] = None,
                      params_axes: Any = 0, chunk_size: int = DEFAULT_CHUNK,
                      progress: Optional[bool] = None, sparsity: Optional[SparsityPattern] = None,
-                     throw: bool = False) -> FlatSolution:
-    """Solve ``fn(x, params_b) = 0`` for every batch member b; a batched ``FlatSolution``.
+                     throw: bool = False) -> Solution:
+    """Solve ``fn(x, params_b) = 0`` for every batch member b; the same as
+    ``solvers.solve_batch(fn, x0, params, ...)``, returning a batched `Solution` (no graph).
 
     ``x0`` is (n,) (shared start) or (B, n). ``params_axes`` is 0 (every leaf batched along
     its leading axis), None, or a prefix tree of 0/None like ``vmap``'s ``in_axes``.

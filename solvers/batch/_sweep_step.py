@@ -20,9 +20,7 @@ from ._batch import _solve_batched, block_size, fit_blocks
 from ._distributed import all_counts, batch_mesh, from_local, spec, to_local
 from ..roots._polyalgorithm import Default, merge
 from ..roots._staging import needs_fallback
-from ..roots._solution import FlatSolution
-
-FIELDS = tuple(FlatSolution.__dataclass_fields__)
+from ..roots._solution import ARRAYS as FIELDS, FlatSolution
 
 
 class ChunkSolver:

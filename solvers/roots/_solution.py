@@ -1,8 +1,15 @@
-"""The result container of a flat solve: a pytree with one entry per batch member."""
+"""The one result type of every solve: `Solution`, a pytree with one entry per batch member.
+
+A method fills in the arrays (`make_solution`); a solve of a graph or a `System` also attaches
+that system (``lowered``), so the same type answers ``.system``, ``.value(node)`` and
+``.to_frame()``. A solve of a flat function has no graph: those raise `AttributeError`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -10,6 +17,7 @@ import numpy as np
 
 from .._concrete import is_concrete
 from .._result import RESULTS
+from ._frame import solution_frame
 
 
 class SolveError(RuntimeError):
@@ -21,17 +29,21 @@ class SolveError(RuntimeError):
         self.code = code
 
 
-@jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
-class FlatSolution:
-    """Solution of ``F(x, params) = 0`` for one member or a batch (leading batch axes).
+class Solution:
+    """The answer of a solve, for one member or a batch (leading batch axes).
 
-    ``result`` holds ``RESULTS`` codes (int32); ``converged`` is ``result == successful``;
-    ``residual_norm`` is ``max|F(x)|`` at the returned ``x``; ``num_fev``/``num_jev`` count
-    residual and Jacobian evaluations; ``relative_step`` is ``max_i |dx_i| / |x_i|`` of the
-    last Newton (or Gauss-Newton) step (NaN where the method does not report it): at or
-    below ``rtol`` the step test converged, above it only ``max|F| <= atol`` did. Inspection
-    methods need concrete (non-traced) values.
+    ``x`` the unknown vector; ``result`` ``RESULTS`` codes (int32); ``converged`` is
+    ``result == successful``; ``residual_norm`` is ``max|F(x)|`` at ``x``; ``num_fev`` /
+    ``num_jev`` count residual and Jacobian evaluations; ``relative_step`` is
+    ``max_i |dx_i| / |x_i|`` of the last Newton (or Gauss-Newton) step (NaN where the method
+    does not report it): at or below ``rtol`` the step test converged, above it only
+    ``max|F| <= atol`` did. Inspection methods need concrete (non-traced) values.
+
+    A solve of a graph or a `System` also holds ``lowered`` (the `System`) and gives
+    ``system`` (the solved graph), ``params``, ``value(node)``, ``diagnose()`` and
+    ``to_frame()``; for a flat function ``lowered`` is None and those raise
+    `AttributeError`. ``FlatSolution`` is another name for this class.
     """
 
     x: jax.Array
@@ -42,19 +54,67 @@ class FlatSolution:
     num_jev: jax.Array
     residual_norm: jax.Array
     relative_step: jax.Array
+    # The graph part, set by the graph entry points. InitVars, not fields: code that walks
+    # `dataclasses.fields` (the methods' merges, the staging, the sweep store) sees the
+    # arrays only, and `dataclasses.replace` still carries them over.
+    lowered: dataclasses.InitVar[Any] = None  # the System solved (None: a flat function)
+    swept: dataclasses.InitVar[tuple] = ()    # solve_batch's batched values, in `keys` order
+    keys: dataclasses.InitVar[tuple] = ()     # solve_batch's parameter addresses (static)
+
+    def __post_init__(self, lowered, swept, keys):
+        object.__setattr__(self, "lowered", lowered)
+        object.__setattr__(self, "swept", swept)
+        object.__setattr__(self, "keys", keys)
 
     @property
     def batch_shape(self) -> tuple[int, ...]:
+        """The leading batch axes (() for a single solve)."""
         return tuple(np.shape(self.result))
+
+    @property
+    def flat(self) -> "Solution":
+        """This solution without its graph part (what `solve_flat` returns)."""
+        if self.lowered is None and not self.keys:
+            return self
+        return Solution(*(getattr(self, name) for name in ARRAYS))
 
     def _concrete(self, what: str):
         if not is_concrete(self.result):
             raise TypeError(
-                f"FlatSolution.{what}() needs concrete values but was called on traced "
+                f"Solution.{what}() needs concrete values but was called on traced "
                 "arrays (inside jit/vmap/grad). Call it on the returned solution outside "
                 "the transform, or pass throw=True to the solve to raise inside it."
             )
         return np.asarray(self.result), np.asarray(self.residual_norm)
+
+    def _graph(self, what: str):
+        """The System, or an AttributeError saying that a flat solve has no graph."""
+        if self.lowered is None:
+            raise AttributeError(
+                f"Solution.{what} needs a graph, but this solution comes from a flat function "
+                "F(x, params): read the unknowns from .x. Solve a graph or a solvers.System "
+                f"to get {what}.")
+        return self.lowered
+
+    @functools.cached_property
+    def system(self) -> Any:
+        """The solved graph (batched leaves for a batch); built on first access, then the
+        same object on every access. Graph solves only."""
+        return self._graph("system").to_graph(self.x, self.params)
+
+    @property
+    def params(self) -> Any:
+        """The parameters each member was solved with (batched only for a batch). Graph
+        solves only."""
+        lowered = self._graph("params")
+        if not self.keys:
+            return lowered.params
+        base = lowered.params
+        return jax.vmap(lambda v: lowered.set_params(base, dict(zip(self.keys, v))))(self.swept)
+
+    def value(self, where) -> jax.Array:
+        """The solved unknowns of a node (object or key path) or of one leaf path."""
+        return self.x[..., self._graph("value()").locate(where)]
 
     def message(self, index=None) -> str:
         """Human description of one member (``index`` into the batch; None if unbatched)."""
@@ -92,8 +152,9 @@ class FlatSolution:
             text += "\nworst: " + self.message(None if worst == () else worst)
         return text
 
-    def raise_if_failed(self) -> "FlatSolution":
-        """Return self if every member converged, else raise ``SolveError`` (worst member)."""
+    def raise_if_failed(self) -> "Solution":
+        """Return self if every member converged, else raise ``SolveError`` naming the worst
+        failed member and what to try; for a graph with :meth:`diagnose`'s finding."""
         codes, _ = self._concrete("raise_if_failed")
         worst = self.worst_index()
         if worst is None:
@@ -102,7 +163,61 @@ class FlatSolution:
         n_failed = int((codes != int(RESULTS.successful)).sum())
         head = "" if codes.ndim == 0 else f"{n_failed} of {codes.size} members failed; "
         code = RESULTS(int(codes[_as_index(index, codes.shape)]))
-        raise SolveError(head + self.message(index), index=index, code=code)
+        text = head + self.message(index)
+        if self.lowered is not None and code is not RESULTS.nonfinite_input:
+            found = self.diagnose(index)
+            text += "" if found is None else f" Diagnosis: {found}"
+        raise SolveError(text, index=index, code=code)
+
+    def diagnose(self, index=None) -> Optional[str]:
+        """Name the parts of the graph whose Jacobian is singular or not finite for one
+        member (``index``; default: the worst failed one, else the only one) at its
+        returned x, else at the start x0 (a failed solve may have wandered to where the
+        Jacobian is regular: a truss mechanism is singular at its start); None if none."""
+        lowered = self._graph("diagnose()")
+        if index is None and self.batch_shape:
+            index = self.worst_index()
+            index = 0 if index is None else index
+        pick = (lambda a: a) if index is None else (lambda a: a[index])
+        params = jax.tree_util.tree_map(pick, self.params) if self.keys else self.params
+        x = pick(self.x)
+        found = lowered.diagnose(x, params)
+        if found is None and not np.array_equal(np.asarray(x), np.asarray(lowered.x0)):
+            found = lowered.diagnose(None, params)
+            found = None if found is None else f"at the start x0, {found}"
+        return found
+
+    def to_frame(self, long: bool = False):
+        """The solved unknowns as a pandas DataFrame: one row per unknown (key path, owner
+        class, value; a batch has one column per member, or ``long=True`` one row per member
+        and unknown). Needs pandas: ``pip install 'simgraph[tables]'``. Graph solves only."""
+        self._graph("to_frame()")
+        return solution_frame(self, long)
+
+
+#: The arrays of a `Solution`, in order (its dataclass fields).
+ARRAYS = tuple(f.name for f in dataclasses.fields(Solution))
+_KEYS = tuple(jax.tree_util.GetAttrKey(name) for name in ARRAYS + ("lowered", "swept"))
+
+
+def _flatten_with_keys(sol: Solution):
+    children = [getattr(sol, name) for name in ARRAYS] + [sol.lowered, sol.swept]
+    return tuple(zip(_KEYS, children)), sol.keys
+
+
+def _flatten(sol: Solution):
+    return [getattr(sol, name) for name in ARRAYS] + [sol.lowered, sol.swept], sol.keys
+
+
+def _unflatten(keys, children) -> Solution:
+    *arrays, lowered, swept = children
+    return Solution(*arrays, lowered, swept, keys)
+
+
+jax.tree_util.register_pytree_with_keys(Solution, _flatten_with_keys, _unflatten, _flatten)
+
+#: The former name of `Solution` (flat solves returned it before there was one type).
+FlatSolution = Solution
 
 
 def _as_index(index, shape) -> tuple:
@@ -114,13 +229,13 @@ def _as_index(index, shape) -> tuple:
 
 
 def make_solution(x, result, iterations, num_fev, num_jev, residual_norm,
-                  relative_step=None) -> FlatSolution:
-    """Build a FlatSolution with consistent dtypes (``converged`` derived from ``result``;
+                  relative_step=None) -> Solution:
+    """Build a Solution with consistent dtypes (``converged`` derived from ``result``;
     ``relative_step`` NaN when not given)."""
     result = jnp.asarray(result, dtype=jnp.int32)
     if relative_step is None:
         relative_step = jnp.full(jnp.shape(residual_norm), jnp.nan, jnp.result_type(x))
-    return FlatSolution(
+    return Solution(
         x=x,
         result=result,
         converged=result == int(RESULTS.successful),

@@ -1,4 +1,5 @@
-"""``solve_flat``: solve ``F(x, params) = 0`` for one member, differentiably."""
+"""``solve_flat``: solve ``F(x, params) = 0`` for one member, differentiably (the flat form of
+``solvers.solve``)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from ..linear._abstract import AbstractLinearSolver
 from ._method import AbstractRootMethod, Continuation, FlatProblem, StepLimit
 from ._polyalgorithm import Default
 from ._precision import for_dtype
-from ._solution import FlatSolution, SolveError
+from ._solution import Solution, SolveError
 from ..linear._sparsity import SparsityPattern
 
 
@@ -42,6 +43,9 @@ def check_arguments(x0, solver, sparsity=None) -> tuple[jax.Array, AbstractRootM
             f"got {type(solver).__name__}."
         )
     method = bind_linear_solvers(method, sparsity)
+    if x0 is None:
+        raise TypeError("x0 is missing: a flat function F(x, params) has no graph to read a "
+                        "start from; pass one, e.g. solvers.solve(fn, jnp.zeros(n), params).")
     x0 = jnp.asarray(x0)
     if jnp.issubdtype(x0.dtype, jnp.complexfloating):
         raise ValueError(
@@ -56,7 +60,7 @@ def check_arguments(x0, solver, sparsity=None) -> tuple[jax.Array, AbstractRootM
     return x0, for_dtype(method, x0.dtype)
 
 
-def solve_core(problem: FlatProblem, method: AbstractRootMethod, x0, params) -> FlatSolution:
+def solve_core(problem: FlatProblem, method: AbstractRootMethod, x0, params) -> Solution:
     """One member: iterate without gradients, then attach the implicit derivative."""
     sol = method.solve(problem, lax.stop_gradient(x0), lax.stop_gradient(params))
     x = implicit_solution(problem.fn, linear_solver_of(method), sol.x, params, sol.converged)
@@ -71,29 +75,30 @@ def solve_flat(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any = None
                step_limit: Optional[StepLimit] = None,
                continuation: Optional[Continuation] = None,
                sparsity: Optional[SparsityPattern] = None,
-               throw: bool = False) -> FlatSolution:
-    """Solve ``fn(x, params) = 0`` for x from ``x0`` (1-D) and return a ``FlatSolution``.
+               throw: bool = False) -> Solution:
+    """Solve ``fn(x, params) = 0`` for x from ``x0`` (1-D); the same as
+    ``solvers.solve(fn, x0, params, ...)``, returning a `Solution` without a graph.
 
-    ``solver`` defaults to ``Default()``. ``step_limit`` and ``continuation`` are the model
-    hooks of ``FlatProblem``. ``sparsity``: the Jacobian's `SparsityPattern`, for linear
-    solvers that need one (``SparseLU()``, ``AutoLinearSolver()``). Works under ``jit``, ``vmap`` and ``grad`` (gradients of
-    ``solution.x`` by implicit differentiation). ``fn`` is a static argument of an internal
-    ``jit``: pass the same function object to reuse the compiled solve. With ``throw=True``
-    a failure raises ``SolveError``; inside a transform it is raised from a
-    ``jax.pure_callback`` and reaches the caller as ``jax.errors.JaxRuntimeError`` (not a
-    ``SolveError``: JAX wraps it) whose message holds the ``SolveError`` text.
+    ``solver``: the method (default ``Default()``). ``step_limit(x, dx, params)`` and
+    ``continuation(params, t)`` are the model hooks of `FlatProblem`. ``sparsity``: the
+    Jacobian's `SparsityPattern`, for linear solvers that need one (``SparseLU()``,
+    ``AutoLinearSolver()``). Works under ``jit``, ``vmap`` and ``grad`` (gradients of ``x`` by
+    implicit differentiation). ``fn`` is a static argument of an internal ``jit``: pass the
+    same function object to reuse the compiled solve. ``throw=True`` raises ``SolveError`` on
+    failure; inside a transform JAX delivers it as ``jax.errors.JaxRuntimeError`` whose
+    message holds the ``SolveError`` text.
     """
     x0, method = check_arguments(x0, solver, sparsity)
     if x0.ndim != 1:
         raise ValueError(
             f"x0 must be a 1-D vector of unknowns, got shape {x0.shape}; for a batch of "
-            "starts use solvers.solve_flat_batch."
+            "starts use solvers.solve_batch(fn, x0, params)."
         )
     sol = _solve_jit(FlatProblem(fn, step_limit, continuation), method, x0, params)
     return raise_if_failed_anywhere(sol) if throw else sol
 
 
-def raise_if_failed_anywhere(sol: FlatSolution) -> FlatSolution:
+def raise_if_failed_anywhere(sol: Solution) -> Solution:
     """``sol.raise_if_failed()`` now if concrete, else from a callback when the result is
     computed (the only way to raise from inside jit: ``jax.pure_callback``, a host round
     trip). The callback's output is added to x as zero so it is never optimised away."""
@@ -123,7 +128,7 @@ def _host_check(dtype, result, iterations, residual_norm):
     """Runs on the host with concrete numpy values: raise SolveError for a failure."""
     result = np.asarray(result)
     ok = result == 0
-    view = FlatSolution(np.zeros(result.shape + (0,)), result, ok, np.asarray(iterations),
+    view = Solution(np.zeros(result.shape + (0,)), result, ok, np.asarray(iterations),
                         np.zeros_like(result), np.zeros_like(result),
                         np.asarray(residual_norm), np.full(result.shape, np.nan))
     view.raise_if_failed()

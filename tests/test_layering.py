@@ -181,7 +181,7 @@ SOLVER_STAGES = {
     "solvers._result": 0, "solvers._concrete": 0, "solvers._compile_cache": 0,
     "solvers.linear": 1,
     "solvers.roots": 2, "solvers.lowering": 2,
-    "solvers.transient": 3, "solvers.batch": 3, "solvers._frame": 3,
+    "solvers.transient": 3, "solvers.batch": 3,
     "solvers._graph": 4, "solvers._simulate": 5, "solvers": 6,
 }
 

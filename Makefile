@@ -17,7 +17,7 @@ demo: $(STAMP)
 	$(PY) -m scenarios demo
 
 test: $(STAMP)
-	$(PY) -m pytest tests -n 2 --dist loadfile
+	$(PY) -m pytest tests -n 2 --dist loadfile --durations=25
 
 bench: $(STAMP)
 	$(PY) -m benchmarks

@@ -86,7 +86,8 @@ def solve_graph(root: Any, method: Any, host_steps: bool = False) -> Solved:
     system = root if isinstance(root, solvers.System) else solvers.System.build(root)
     method = method_for(method, system)
     flat = host_newton(system, method) if host_steps else None
-    solution = solvers.solve(system, method) if flat is None else solvers.Solution(flat, system)
+    solution = (solvers.solve(system, method) if flat is None
+                else dataclasses.replace(flat, lowered=system))
     return Solved(system, solution)
 
 

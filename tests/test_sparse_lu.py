@@ -200,3 +200,35 @@ def test_float32_solve():
     x = solver.solve(op, jnp.asarray(b))
     assert x.dtype == jnp.float32
     np.testing.assert_allclose(x, np.linalg.solve(dense, b), rtol=2e-4)
+
+
+# SuperLU options that corrupt memory crash the interpreter, possibly much later and
+# elsewhere (in an XLA compile): factor random matrices, some singular, in a child process.
+_FACTOR_RANDOM = """
+import numpy as np, scipy.sparse as sp
+from solvers.linear._host_lu import factor
+rng = np.random.default_rng(int(__import__("sys").argv[1]))
+for trial in range(150):
+    n = int(rng.integers(1, 300))
+    a = sp.random(n, n, density=min(1.0, rng.uniform(1.0, 8.0) / n), random_state=rng.integers(1e9))
+    a = a + a.T * (rng.random() < 0.5)
+    if rng.random() < 0.8:
+        a = a + sp.diags(rng.uniform(0.1, 2, n) * (rng.random(n) < 0.95))
+    for spec in ("COLAMD", "MMD_AT_PLUS_A", "NATURAL"):
+        for thresh in (0.0, 0.1, 1.0):
+            try:
+                factor(sp.csc_matrix(a), ("fuzz", trial), spec, thresh).solve(np.ones(n))
+            except RuntimeError:
+                pass  # exactly singular
+"""
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_host_lu_survives_random_and_singular_matrices(seed):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    run = subprocess.run([sys.executable, "-c", _FACTOR_RANDOM, str(seed)], capture_output=True,
+                         text=True, timeout=300, cwd=Path(__file__).resolve().parents[1])
+    assert run.returncode == 0, (run.returncode, run.stderr[-2000:])

@@ -30,11 +30,12 @@ ORDERINGS = ("COLAMD", "MMD_AT_PLUS_A", "MMD_ATA", "NATURAL", "ND")
 #: Nested dissection stops at parts of this many unknowns (ordered by minimum degree):
 #: on the 2-D diode grid 32 factors as fast as 8 and orders 3x faster (0.6 s at 25 000).
 ND_LEAF = 32
-#: SuperLU's relaxed-supernode and panel sizes (its defaults are about 1 and 10; scipy passes
-#: None for them): 1 and 1 factor 1.8-2.9 times faster on the power-flow Jacobians of 2 000 to
-#: 25 000 buses (tiny supernodes) and 1.2 times on 2-D grids. A relaxed supernode larger than
-#: the panel corrupted SuperLU's memory in a trial, so keep ``relax <= panel``.
-SUPERLU_RELAX, SUPERLU_PANEL = 1, 1
+#: SuperLU's relaxed-supernode and panel sizes stay at SciPy's defaults (10 and 20): any other
+#: values corrupt memory in SciPy 1.17's SuperLU. Random sparse matrices (200 per seed, some
+#: singular) crash the interpreter for (1, 1), (2, 2), (2, 4), (4, 8), (5, 10) and (10, 40)
+#: in 1 to 12 of 12 seeds, and valgrind reports invalid accesses in ``dpanel_bmod``; the
+#: defaults pass every seed. (1, 1) factored power-flow Jacobians 2-3x faster, and made
+#: pytest workers die inside later, unrelated XLA compiles. tests/test_sparse_lu.py checks.
 _PERM_CACHE: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
 _PERM_CACHE_SIZE = 32
 
@@ -120,8 +121,7 @@ def factor(csc: sp.csc_matrix, key, permc_spec: str, thresh: float) -> Factor:
 
 
 def _splu(csc: sp.csc_matrix, permc_spec: str, thresh: float):
-    return spla.splu(csc, permc_spec=permc_spec, diag_pivot_thresh=thresh,
-                     relax=SUPERLU_RELAX, panel_size=SUPERLU_PANEL)
+    return spla.splu(csc, permc_spec=permc_spec, diag_pivot_thresh=thresh)
 
 
 def _remember(key, value: tuple) -> tuple:

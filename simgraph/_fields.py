@@ -3,7 +3,9 @@
 Fields are declared by annotation, dataclass style. ``sg.static()`` and ``sg.unknown()`` return
 ``dataclasses.field`` objects tagged with their kind, so the usual ``default=`` and
 ``default_factory=`` work. An array default is allowed too (dataclasses reject it as
-mutable): a JAX array (immutable) is shared by every instance, a NumPy array copied for each.
+mutable), given to ``sg.field``/``sg.unknown`` or as a plain class attribute
+(``u: jax.Array = jnp.zeros(2)``): a JAX array (immutable) is shared by every instance, a
+NumPy array copied for each.
 """
 
 from __future__ import annotations
@@ -44,6 +46,22 @@ def _array_factory(value: Any):
     """A ``default_factory`` for an array default: JAX arrays are immutable and shared, NumPy
     arrays are copied so that no two nodes share a mutable buffer."""
     return value.copy if isinstance(value, np.ndarray) else lambda: value
+
+
+def wrap_array_defaults(cls: type) -> None:
+    """Turn each plain array class attribute of ``cls``'s own annotated fields into a state
+    field with a copying default factory, before ``dataclasses`` sees (and rejects) it."""
+    for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+        value = cls.__dict__.get(name, dataclasses.MISSING)
+        if _is_array(value) and not _is_classvar(annotation):
+            setattr(cls, name, field(default=value))
+
+
+def _is_classvar(annotation: Any) -> bool:
+    """``ClassVar`` annotations are class constants, not fields (as in ``dataclasses``)."""
+    if isinstance(annotation, str):
+        return annotation.replace("typing.", "").startswith("ClassVar")
+    return annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar
 
 
 def static(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING) -> Any:

@@ -39,6 +39,7 @@ class ReffableTreeNode:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _check_identity_semantics(cls)
+        _fields.wrap_array_defaults(cls)
         dataclasses.dataclass(cls, eq=False, repr=False)
         cls.__sg_layout__ = _fields.make_layout(cls)
         cls.__sg_names__ = frozenset(i.name for i in cls.__sg_layout__.infos)

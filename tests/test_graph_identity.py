@@ -1,6 +1,7 @@
 """Relative identity, cycles and structure-as-cache-key (issue: simgraph core)."""
 
 import threading
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -209,3 +210,20 @@ def test_array_defaults_are_allowed_and_numpy_ones_not_shared():
     assert a.x is b.x and a.x.shape == (3,)  # immutable: shared
     a.buffer[0] = 5.0
     assert b.buffer[0] == 0.0  # mutable: one copy per node
+
+
+def test_plain_array_class_attributes_are_defaults_and_numpy_ones_not_shared():
+    class PlainArrays(sg.ReffableTreeNode):
+        u: jax.Array = jnp.zeros(2)
+        buffer: np.ndarray = np.zeros(2)
+        table: ClassVar[np.ndarray] = np.arange(3)  # a class constant, not a field
+
+    a, b = PlainArrays(), PlainArrays()
+    assert [i.name for i in sg.fields(PlainArrays)] == ["u", "buffer"]
+    assert all(i.kind == "state" for i in sg.fields(PlainArrays))
+    assert a.u is b.u and a.u.shape == (2,)  # immutable: shared
+    a.buffer[0] = 5.0
+    assert b.buffer[0] == 0.0 and PlainArrays(buffer=np.ones(2)).buffer[0] == 1.0
+    assert a.table is PlainArrays.table
+    leaves = jax.tree_util.tree_leaves(a)
+    assert len(leaves) == 2 and float(leaves[1][0]) == 5.0

@@ -54,7 +54,8 @@ _MESSAGES = {
         "LevenbergMarquardt alone: try solvers.Default(), which retries failed members with "
         "a dogleg trust region and then homotopy continuation. From Default, every stage "
         "failed and this was the closest attempt: the problem may have no root near x0; "
-        "try another start, or check a graph's model with solution.diagnose()."
+        "try another start, or find a singular part of a graph's model (a floating node, a "
+        "mechanism) with solution.diagnose(), which names the singular block."
     ),
     RESULTS.line_search_failed: (
         "The line search could not reduce ||F||: the iterate is stuck where ||F|| has a "
@@ -87,7 +88,10 @@ _MESSAGES = {
         "Levenberg-Marquardt or a jaxopt solver): the system may have no solution, or this "
         "start leads away from it. With more equations than unknowns this is the "
         "least-squares point of inconsistent equations (x is the best fit, F is not 0): fix "
-        "the equations if they should agree. Else try another start or solvers.Homotopy(...)."
+        "the equations if they should agree. A square system that stops here often has a "
+        "structurally singular part (a floating node, a mechanism in a truss): for a graph, "
+        "solution.diagnose() names the singular block. Else try another start or "
+        "solvers.Homotopy(...)."
     ),
     RESULTS.continuation_failed: (
         "Homotopy continuation lost its path (it turned back past the start, or its step "

@@ -3,6 +3,7 @@ for misuse (issue 16)."""
 
 import dataclasses
 import pathlib
+import re
 import subprocess
 import sys
 import textwrap
@@ -142,6 +143,17 @@ def test_failure_message_of_a_mechanism_leads_to_the_singular_block():
                        match=r"Diagnosis: .*\.nodes\[0\].*singular Jacobian block") as err:
         sol.raise_if_failed()
     assert err.value.code is RESULTS.singular_jacobian
+
+
+def test_default_method_leads_from_a_mechanism_to_the_singular_block():
+    # one bar on two rollers pushed along its axis: it slides, no equilibrium exists
+    slides = truss.build_truss({"a": (0.0, 0.0), "b": (1.0, 0.0)}, {"ab": ("a", "b", 1000.0)},
+                               supports={"ra": ("a", (False, True)), "rb": ("b", (False, True))},
+                               loads={"P": ("b", (1.0, 0.0))})
+    sol = solvers.solve(slides)  # the default method
+    assert not bool(sol.converged)
+    assert "solution.diagnose()" in sol.message() and "singular block" in sol.message()
+    assert re.search(r"\.nodes\[0\].*singular Jacobian block", sol.diagnose())
 
 
 class Square(sg.ReffableTreeNode):

@@ -2,7 +2,8 @@
 
 Blocks of one file run in order in one fresh interpreter (later blocks may use earlier
 definitions), with JAX's default configuration, as a reader would run them. Use a ```text
-or ```console fence for anything that is not meant to run.
+or ```console fence for anything that is not meant to run. Tables that mirror code (the
+result codes) are checked against it too.
 """
 
 import pathlib
@@ -33,3 +34,14 @@ def test_doc_code_blocks_run(path, tmp_path):
              "JAX_PLATFORMS": "cpu", "HOME": str(tmp_path)},
     )
     assert proc.returncode == 0, f"{path.name} code blocks failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+
+
+def test_failure_table_of_the_solving_guide_has_a_row_for_every_result_code():
+    from solvers import RESULTS
+
+    text = (ROOT / "docs" / "guide-solving.md").read_text()
+    section = text.split("## When a solve fails", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \((\d+)\) \|[^|\n]+\|[^|\n]+\|", section, re.M)
+    assert sorted(rows) == sorted((m.name, str(int(m))) for m in RESULTS), (
+        "docs/guide-solving.md 'When a solve fails' must have one row per solvers.RESULTS "
+        "member, as '| `name` (code) | cause | what to do |'")

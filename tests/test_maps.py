@@ -124,3 +124,53 @@ def test_too_large_for_a_layout_draws_the_profile_and_the_histogram(monkeypatch)
     assert profile.lines[0].get_ydata().tolist() == list(report.json["vm"].values())
     assert sum(p.get_height() for p in histogram.patches) == 9  # every rated branch
     assert "too many nodes (9)" in fig._suptitle.get_text()
+
+
+def _with_bends(tmp_path):
+    """Net1 with pipe 10 bent through two vertices and pipe 12 through one."""
+    path = tmp_path / "bent.inp"
+    path.write_text(NET1.replace("[VERTICES]\n", "[VERTICES]\n 10  25  75\n 10  28  68\n"
+                                 " 12  60  75\n"))
+    return path
+
+
+def _segment(fig, model, link_name):
+    names = [link.name for link in (*model.network.pipes, *model.network.pumps)]
+    return _collection(fig, "links").get_segments()[names.index(link_name)].tolist()
+
+
+def test_a_link_with_vertices_is_drawn_through_them(tmp_path):
+    model = water.build_water(water.read_inp(_with_bends(tmp_path)))
+    fig = Figure()
+    draw_water_map(fig, model.solve())
+    xy = _net1_coordinates()
+    pipes = {p.name: p for p in model.network.pipes}
+    ten, twelve = pipes["10"], pipes["12"]
+    assert _segment(fig, model, "10") == [list(xy[ten.start]), [25.0, 75.0], [28.0, 68.0],
+                                          list(xy[ten.end])]
+    assert _segment(fig, model, "12") == [list(xy[twelve.start]), [60.0, 75.0],
+                                          list(xy[twelve.end])]
+    assert _segment(fig, model, "11") == [list(xy[pipes["11"].start]),
+                                          list(xy[pipes["11"].end])]  # straight
+
+
+def test_cli_plot_of_a_water_run_writes_the_map(tmp_path, monkeypatch, capsys):
+    import scenarios.water._run as water_run
+    from scenarios._cli import main
+
+    drawn = []
+
+    def spy(fig, result, title=""):
+        draw_water_map(fig, result, title)
+        drawn.append((fig, result.model))
+
+    monkeypatch.setattr(water_run, "draw_water_map", spy)
+    plot = tmp_path / "net.png"
+    assert main(["run", "water", "--input", str(_with_bends(tmp_path)), "--plot",
+                 str(plot)]) == 0
+    assert f"wrote plot {plot}" in capsys.readouterr().out
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (fig, model), = drawn
+    offsets = np.asarray(_collection(fig, "nodes").get_offsets()).tolist()
+    assert offsets == [list(_net1_coordinates()[n]) for n in model.network.node_names]
+    assert _segment(fig, model, "10")[1:3] == [[25.0, 75.0], [28.0, 68.0]]

@@ -159,3 +159,35 @@ def test_cli_csv_round_trips_through_pandas(tmp_path, capsys, net1):
     doc_sweep = circuits.sweep_circuit(circuits.read_netlist(circuits.EXAMPLE), "V1",
                                        np.linspace(0, 9, 4)).to_frame()
     pd.testing.assert_frame_equal(sweep, doc_sweep, check_exact=True)
+
+
+def test_cli_csv_of_a_power_flow_holds_the_json_numbers(tmp_path, case9):
+    out, data = tmp_path / "pf", tmp_path / "pf.json"
+    assert main(["run", "powerflow", "--input", str(ACPF / "case9.m"), "--csv", str(out),
+                 "--json", str(data)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["branch.csv", "bus.csv"]
+    doc = json.loads(data.read_text())
+    bus = pd.read_csv(out / "bus.csv", index_col=0)
+    assert {str(k): v for k, v in bus["vm_pu"].items()} == doc["vm"]
+    assert {str(k): v for k, v in bus["va_degree"].items()} == doc["va_deg"]
+    expected = case9.solve().to_frames()
+    for name, frame in expected.items():
+        read = pd.read_csv(out / f"{name}.csv", index_col=0)
+        pd.testing.assert_frame_equal(read, frame, check_dtype=False, check_index_type=False,
+                                      rtol=1e-12)
+
+
+def test_cli_csv_of_a_transient_circuit_holds_the_json_waveforms(tmp_path):
+    out, data = tmp_path / "tran", tmp_path / "tran.json"
+    netlist = ROOT / "tests" / "data" / "transient" / "rc_step.cir"
+    assert main(["run", "circuit", "--input", str(netlist), "--csv", str(out),
+                 "--json", str(data)]) == 0
+    doc = json.loads(data.read_text())
+    assert doc["analysis"] == "tran" and [p.name for p in out.iterdir()] == ["circuit.csv"]
+    table = pd.read_csv(out / "circuit.csv")
+    assert list(table.columns) == ["time_s", "V(in)", "V(out)", "I(V1)"]
+    assert table["time_s"].tolist() == doc["time"]
+    for node, wave in doc["node_voltages"].items():
+        assert table[f"V({node})"].tolist() == wave
+    assert table["I(V1)"].tolist() == doc["source_currents"]["V1"]
+    assert table["V(out)"].iloc[-1] > 0.1  # the capacitor charged: a real waveform

@@ -1,5 +1,6 @@
 """Network maps: EPANET coordinates and vertices read as data, Net1 drawn at its file
-coordinates, a computed layout for networks without any, the power-flow map."""
+coordinates and through its link vertices, a computed layout for networks without any, the
+power-flow map, the map from the command line."""
 from __future__ import annotations
 
 import re

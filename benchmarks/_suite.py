@@ -212,7 +212,8 @@ def grids(quick: bool, out: Path) -> Section:
 def distributed(quick: bool, out: Path) -> Section:
     from . import distributed_sweep
 
-    rows = distributed_sweep.run(2_000, (1, 2), repeats=1) if quick else distributed_sweep.run()
+    rows = (distributed_sweep.run(2_000, (1, 2), repeats=1, per_process=()) if quick
+            else distributed_sweep.run())
     section = Section(
         "distributed", "Sweeps over several processes: jax.distributed on one machine (issue 18)",
         (distributed_sweep.__doc__ or "").split("\n\n", 1)[1].split("Run:")[0].strip()

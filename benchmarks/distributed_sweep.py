@@ -10,7 +10,10 @@ configuration is started fresh (one command per process on 127.0.0.1, as on seve
 compiles on a first sweep of one chunk per process, then times the full sweep (median of
 repeats, from a barrier to the gathered result). ``solves_per_s`` = M / wall time;
 ``speedup`` = over the 1-process row; ``efficiency`` = speedup / min(processes, cores).
-``cpu_s`` = CPU seconds of all processes in the timed sweep (median of repeats, summed);
+``results`` = ``gathered`` (every member on every process, ``solve_batch``'s default) or
+``per process`` (``gather=False``: each process keeps its own members, as a resumable sweep
+writing results files would). ``cpu_s`` = CPU seconds of all processes in the timed sweep
+(median of repeats, summed);
 ``cpu_efficiency`` = the 1-process row's cpu_s / this row's: the share of the work that is
 the solve itself (1: no cost for splitting, communication and gathering). On a machine shared
 with other jobs the wall-clock columns depend on how much of the cores the processes get;
@@ -31,22 +34,25 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COLUMNS = ("members", "processes", "cores", "wall_s", "solves_per_s", "speedup", "efficiency",
-           "cpu_s", "cpu_efficiency", "converged")
+COLUMNS = ("members", "processes", "cores", "results", "wall_s", "solves_per_s", "speedup",
+           "efficiency", "cpu_s", "cpu_efficiency", "converged")
 NODES = 10
 CHUNK = 16384  # solve_batch's default members per chunk
 KEY = ".vsources['V1'].value"
 
 
 def run(members: int = 1_000_000, processes=(1, 2, 4), repeats: int = 3,
-        timeout: float = 1800.0) -> list[dict]:
-    """One row per process count; the first count is the baseline."""
+        timeout: float = 1800.0, per_process=(2,)) -> list[dict]:
+    """One row per process count with results gathered, and one more per count in
+    ``per_process`` with results kept per process; the first row is the baseline."""
     cores = len(os.sched_getaffinity(0))
+    configs = [(count, True) for count in processes]
+    configs += [(count, False) for count in per_process if count in processes and count > 1]
     rows = []
-    for count in processes:
-        result = _launch(count, members, repeats, timeout)
+    for count, gather in configs:
+        result = _launch(count, members, repeats, timeout, gather)
         rows.append({"members": members, "processes": count, "cores": min(count, cores),
-                     **result})
+                     "results": "gathered" if gather else "per process", **result})
     base, base_cpu = rows[0]["solves_per_s"], rows[0]["cpu_s"]
     for row in rows:
         row["speedup"] = row["solves_per_s"] / base
@@ -55,7 +61,7 @@ def run(members: int = 1_000_000, processes=(1, 2, 4), repeats: int = 3,
     return rows
 
 
-def _launch(count: int, members: int, repeats: int, timeout: float) -> dict:
+def _launch(count: int, members: int, repeats: int, timeout: float, gather: bool) -> dict:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -66,8 +72,8 @@ def _launch(count: int, members: int, repeats: int, timeout: float) -> dict:
                    PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "benchmarks.distributed_sweep", "--worker", str(members),
-             str(repeats)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True))
+             str(repeats), str(int(gather))], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True))
     deadline = time.monotonic() + timeout
     try:
         outs = [p.communicate(timeout=max(1.0, deadline - time.monotonic())) for p in procs]
@@ -81,7 +87,7 @@ def _launch(count: int, members: int, repeats: int, timeout: float) -> dict:
     return json.loads(outs[0][0].strip().splitlines()[-1])
 
 
-def worker(members: int, repeats: int) -> None:
+def worker(members: int, repeats: int, gather: int = 1) -> None:
     """One process of a configuration: pin, join, compile, time; process 0 prints JSON."""
     pid, count = int(os.environ["SIMGRAPH_PROCESS_ID"]), int(os.environ["SIMGRAPH_NUM_PROCESSES"])
     cores = sorted(os.sched_getaffinity(0))
@@ -98,29 +104,42 @@ def worker(members: int, repeats: int) -> None:
     volts = np.linspace(0.5, 5.0, members)
     steps = -(-members // (count * CHUNK))
     chunk = -(-members // (count * steps))  # equal chunks: no padded last chunk
-    solvers.solve_batch(system, {KEY: volts[: chunk * count]}, chunk_size=chunk, progress=False)
+    solvers.solve_batch(system, {KEY: volts[: chunk * count]}, chunk_size=chunk, progress=False,
+                        gather=bool(gather))
     times, cpu = [], []
     for _ in range(repeats):
         if count > 1:
             multihost_utils.sync_global_devices("sweep")
         start, start_cpu = time.perf_counter(), time.process_time()
-        sol = solvers.solve_batch(system, {KEY: volts}, chunk_size=chunk, progress=False)
+        sol = solvers.solve_batch(system, {KEY: volts}, chunk_size=chunk, progress=False,
+                                  gather=bool(gather))
         jax.block_until_ready(sol.flat)
         times.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
     cpu_all = np.asarray(multihost_utils.process_allgather(np.asarray([statistics.median(cpu)]))
                          if count > 1 else [statistics.median(cpu)])
     wall = statistics.median(times)
+    converged = _converged(sol, count, gather)  # a collective: every process calls it
     if pid == 0:
         print(json.dumps({"wall_s": wall, "solves_per_s": members / wall,
                           "cpu_s": float(cpu_all.sum()),
-                          "converged": int(np.sum(np.asarray(sol.converged)))}), flush=True)
+                          "converged": converged}), flush=True)
+
+
+def _converged(sol, count: int, gather: int) -> int:
+    """Converged members of the whole sweep (summed over processes when kept per process)."""
+    import numpy as np
+    from jax.experimental import multihost_utils
+    mine = int(np.sum(np.asarray(sol.converged)))
+    if gather or count == 1:
+        return mine
+    return int(np.sum(multihost_utils.process_allgather(np.asarray([mine]))))
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--worker", nargs=2, type=int, metavar=("MEMBERS", "REPEATS"),
+    parser.add_argument("--worker", nargs=3, type=int, metavar=("MEMBERS", "REPEATS", "GATHER"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:

@@ -173,7 +173,7 @@ def run(quick: bool = False) -> dict:
     """All three tables (``quick``: small sizes, about a minute)."""
     if quick:
         return dict(ladder=ladder((1, 100), dense_max=100, nodes=20),
-                    grid=grid((10, 20), newton_k=20), compile=compile_times((100,), (10,)))
+                    grid=grid((10,), newton_k=10), compile=compile_times((100,), (10,)))
     return dict(ladder=ladder(), grid=grid(), compile=compile_times())
 
 

@@ -33,7 +33,7 @@ def _operator(solver, a):
     return solver.linearize(fn, jnp.zeros(a.shape[0]), jnp.asarray(a[rows, cols]))[1]
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(n=st.integers(1, 40), lower=st.integers(0, 3), upper=st.integers(0, 3),
        seed=st.integers(0, 10_000))
 def test_solves_and_transposed_solves_match_dense(n, lower, upper, seed):

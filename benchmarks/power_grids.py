@@ -6,7 +6,8 @@ folder is absent) are solved from the default start (the case file's voltages) b
 answer is compared with the PYPOWER reference. The peers are not run here: their times are
 the ones recorded in that folder's README (pandapower 3.5.6 ``runpp``, pandapower with
 lightsim2grid, lightsim2grid's KLU Newton alone, and their cold processes), measured on this
-machine type under load; ratios against them are as noisy as the machine.
+machine type at a load average of 2.5 to 6.3; ratios against them are as noisy as the
+machine, and a run on a quieter machine than theirs flatters us (up to about 2x).
 
 Run: ``python -m benchmarks.power_grids [--quick]``.
 """

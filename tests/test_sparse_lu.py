@@ -1,5 +1,10 @@
 """SparseLU (level-scheduled, static pivots) against dense solves: random, circuit (MNA) and
-pipe-network matrices, transposes, jit and vmap, supersets, singular detection, gradients."""
+pipe-network matrices, transposes, jit and vmap, supersets, singular detection, gradients;
+the host LU (SuperLU) survives random and singular matrices."""
+
+import subprocess
+import sys
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -205,9 +210,10 @@ def test_float32_solve():
 # SuperLU options that corrupt memory crash the interpreter, possibly much later and
 # elsewhere (in an XLA compile): factor random matrices, some singular, in a child process.
 _FACTOR_RANDOM = """
+import sys
 import numpy as np, scipy.sparse as sp
 from solvers.linear._host_lu import factor
-rng = np.random.default_rng(int(__import__("sys").argv[1]))
+rng = np.random.default_rng(int(sys.argv[1]))
 for trial in range(150):
     n = int(rng.integers(1, 300))
     a = sp.random(n, n, density=min(1.0, rng.uniform(1.0, 8.0) / n), random_state=rng.integers(1e9))
@@ -225,10 +231,6 @@ for trial in range(150):
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_host_lu_survives_random_and_singular_matrices(seed):
-    import subprocess
-    import sys
-    from pathlib import Path
-
     run = subprocess.run([sys.executable, "-c", _FACTOR_RANDOM, str(seed)], capture_output=True,
                          text=True, timeout=300, cwd=Path(__file__).resolve().parents[1])
     assert run.returncode == 0, (run.returncode, run.stderr[-2000:])

@@ -3,7 +3,7 @@
 Runs inside ``jax.pure_callback`` on NumPy arrays. Two things are computed once per pattern
 and cached: the CSC structure of the pattern (`csc_structure`) and, for the symmetric
 minimum-degree ordering, SuperLU's column permutation. SuperLU recomputes its ordering at
-every ``splu`` call (about a sixth of a factorization of a 2-D grid of 25 000 unknowns);
+every factorization (about a sixth of a factorization of a 2-D grid of 25 000 unknowns);
 since the ordering depends on the pattern only, later calls apply the first call's ordering
 as a symmetric permutation and factor with ``permc_spec="NATURAL"``, which keeps SuperLU's
 preference for diagonal pivots (same fill, same pivots as a fresh ordering).
@@ -30,12 +30,15 @@ ORDERINGS = ("COLAMD", "MMD_AT_PLUS_A", "MMD_ATA", "NATURAL", "ND")
 #: Nested dissection stops at parts of this many unknowns (ordered by minimum degree):
 #: on the 2-D diode grid 32 factors as fast as 8 and orders 3x faster (0.6 s at 25 000).
 ND_LEAF = 32
-#: SuperLU's relaxed-supernode and panel sizes stay at SciPy's defaults (10 and 20): any other
-#: values corrupt memory in SciPy 1.17's SuperLU. Random sparse matrices (200 per seed, some
-#: singular) crash the interpreter for (1, 1), (2, 2), (2, 4), (4, 8), (5, 10) and (10, 40)
-#: in 1 to 12 of 12 seeds, and valgrind reports invalid accesses in ``dpanel_bmod``; the
-#: defaults pass every seed. (1, 1) factored power-flow Jacobians 2-3x faster, and made
-#: pytest workers die inside later, unrelated XLA compiles. tests/test_sparse_lu.py checks.
+#: SuperLU's complete LU (``splu``) corrupts memory on exactly singular matrices in SciPy
+#: 1.15+ (SuperLU 7): a zero pivot column leaves its pivot row unassigned and the later
+#: supernode updates run with broken dimensions (``DGEMV parameter 2 had an illegal value``,
+#: invalid reads in ``dcolumn_bmod`` under valgrind, then a crash, sometimes much later in an
+#: unrelated XLA compile). SuperLU's incomplete LU assigns a pivot row to a zero column and
+#: stops cleanly, and with no dropping it is the same factorization (same pivots, same fill,
+#: 1.2-1.6x the time on power-flow Jacobians). Relaxed-supernode and panel sizes other than
+#: SciPy's defaults corrupt memory even on nonsingular matrices. tests/test_sparse_lu.py checks.
+_EXACT_ILU = {"drop_tol": 0.0, "drop_rule": "basic", "fill_factor": 20.0}
 _PERM_CACHE: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
 _PERM_CACHE_SIZE = 32
 
@@ -102,9 +105,9 @@ class Factor:
 
 
 def factor(csc: sp.csc_matrix, key, permc_spec: str, thresh: float) -> Factor:
-    """``splu(csc)``; with a reusable ordering, the first call for ``key`` (a hashable of
+    """SuperLU's LU of ``csc``; with a reusable ordering, the first call for ``key`` (a hashable of
     the pattern) caches SuperLU's column permutation and later calls apply it. Raises
-    ``RuntimeError`` for an exactly singular matrix, as ``splu`` does."""
+    ``RuntimeError`` for an exactly singular matrix, as SciPy's SuperLU does."""
     cache_key = (key, permc_spec)
     cached = _PERM_CACHE.get(cache_key) if permc_spec in REUSABLE_ORDERINGS else None
     if cached is None and permc_spec == "ND":
@@ -121,7 +124,9 @@ def factor(csc: sp.csc_matrix, key, permc_spec: str, thresh: float) -> Factor:
 
 
 def _splu(csc: sp.csc_matrix, permc_spec: str, thresh: float):
-    return spla.splu(csc, permc_spec=permc_spec, diag_pivot_thresh=thresh)
+    """SuperLU's LU of ``csc`` by its incomplete LU with nothing dropped (see `_EXACT_ILU`);
+    ``RuntimeError`` for an exactly singular matrix."""
+    return spla.spilu(csc, permc_spec=permc_spec, diag_pivot_thresh=thresh, **_EXACT_ILU)
 
 
 def _remember(key, value: tuple) -> tuple:

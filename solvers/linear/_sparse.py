@@ -8,7 +8,7 @@ solver directly. They differ in the solve:
 * `SparseLU`: level-scheduled LU with a static symbolic factorization. Pure JAX, so jit,
   vmap (batch-last layout, fast for big batches of small systems) and GPU work unchanged.
   Best when the fill stays small: ladders, trees, networks, grids up to ~10^4 unknowns.
-* `SparseHostLU`: ``scipy.sparse.linalg.splu`` (SuperLU, partial pivoting) through
+* `SparseHostLU`: SuperLU (``scipy.sparse.linalg``, partial pivoting) through
   ``jax.pure_callback``. Best for one large system (2-D grids of 10^5 unknowns); the host
   round trip and the sequential loop over a batch make it a poor choice for big batches.
 * `SparseKrylov` (``_sparse_krylov``): preconditioned GMRES / BiCGStab, memory linear in
@@ -230,7 +230,7 @@ class SparseLU(_AbstractSparseSolver):
 
 
 class SparseHostLU(_AbstractSparseSolver):
-    """SuperLU (``scipy.sparse.linalg.splu``, partial pivoting) on the host via a callback.
+    """SuperLU (partial pivoting) on the host via a callback.
 
     Configuration only until a solve binds it (or built from a pattern, as `SparseLU`).
     Robust pivoting and fast for one large system; each call copies the values to the host

@@ -120,6 +120,16 @@ def test_island_without_slack_is_named_before_newton() -> None:
         build_powerflow(dataclasses.replace(case, buses=tuple(no_slack)))
 
 
+def test_singular_dc_power_flow_gives_no_dc_start() -> None:
+    """Bus 8 hangs on zero-reactance branches only: B' is exactly singular, which SuperLU's
+    complete LU would survive only by corrupting memory; the DC start is refused instead."""
+    case = read_matpower(DATA / "case14.m")
+    branches = tuple(dataclasses.replace(b, x=0.0) if 8 in (b.from_bus, b.to_bus) else b
+                     for b in case.branches)
+    assert start_voltages(dataclasses.replace(case, branches=branches), "dc") is None
+    assert start_voltages(case, "dc") is not None
+
+
 def test_command_line_entry_solves_the_shipped_example() -> None:
     from scenarios.powerflow import run
     report = run()  # MATPOWER's case9.m

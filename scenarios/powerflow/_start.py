@@ -77,7 +77,11 @@ def _dc_angles(case: PowerCase) -> np.ndarray | None:
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", spla.MatrixRankWarning)
         try:
-            va[free] = spla.spsolve(bbus[free][:, free].tocsc(), rhs)
+            # SuperLU's incomplete LU with nothing dropped: its complete LU (spsolve, splu)
+            # corrupts memory on exactly singular matrices (a zero-reactance branch's bus).
+            lu = spla.spilu(bbus[free][:, free].tocsc(), drop_tol=0.0, drop_rule="basic",
+                            fill_factor=20.0)
+            va[free] = lu.solve(rhs)
         except RuntimeError:  # exactly singular
             return None
     return va if np.all(np.isfinite(va)) else None

@@ -96,7 +96,8 @@ print(json.dumps({"devices": len(batch_devices()), "x": sol.x.tolist(),
 
 
 def test_sharded_over_four_devices_equals_one_device():
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"
+    env = {**os.environ, "XLA_FLAGS": flags.strip(),
            "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", SHARDED], capture_output=True, text=True,
                           env=env, timeout=600)

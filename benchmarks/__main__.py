@@ -43,7 +43,7 @@ def run_one(name: str, quick: bool, out: Path) -> Section:
 
 def parse(argv) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes and few repeats (< 2 min)")
+    parser.add_argument("--quick", action="store_true", help="small sizes and few repeats (3-5 min on 2 cores)")
     parser.add_argument("--out", type=Path, default=ROOT / "docs",
                         help="directory for benchmarks.md and its plots (default: docs/)")
     parser.add_argument("--only", nargs="+", choices=sorted(_suite.BENCHMARKS), metavar="NAME",

@@ -1,15 +1,8 @@
 """Test-run configuration: float64 and strict rank promotion, as the physics needs."""
 import os
 
-# XLA compiles with LLVM's optimizations off: compiling is most of the suite's time (about a
-# quarter less this way) and the tests' programs are small. Subprocesses inherit the flag
-# (tests that build their own environment pass ``os.environ["XLA_FLAGS"]`` on).
-FAST_COMPILE = "--xla_backend_optimization_level=0"
-if FAST_COMPILE not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE}".strip()
-
-import jax  # noqa: E402  (after XLA_FLAGS)
-import pytest  # noqa: E402
+import jax
+import pytest
 
 # the command line keeps compiled programs on disk; tests must not write to the home directory
 os.environ.setdefault("SIMGRAPH_COMPILATION_CACHE", "0")

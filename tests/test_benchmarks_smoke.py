@@ -4,7 +4,6 @@ It writes to a temporary directory (``--out``), never to docs/benchmarks.md.
 """
 
 import importlib.util
-import os
 import pathlib
 import re
 import subprocess
@@ -28,7 +27,6 @@ def report(tmp_path_factory):
         cwd=ROOT, capture_output=True, text=True, timeout=900,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "MPLBACKEND": "Agg",
              "JAX_PLATFORMS": "cpu", "HOME": str(out),
-             "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),  # conftest: fast compiles
              "SIMGRAPH_ACPF_LARGE": str(out / "no-large-cases")},
     )
     assert proc.returncode == 0, f"benchmarks --quick failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

@@ -1,13 +1,11 @@
 """Every ```python block in README.md and docs/*.md runs, so the docs cannot rot.
 
 Blocks of one file run in order in one fresh interpreter (later blocks may use earlier
-definitions), with JAX's default configuration, as a reader would run them (only XLA's
-optimization level is the test run's, see conftest.py). Use a ```text or ```console fence
-for anything that is not meant to run. Tables that mirror code (the result codes) are
-checked against it too.
+definitions), with JAX's default configuration, as a reader would run them. Use a ```text
+or ```console fence for anything that is not meant to run. Tables that mirror code (the
+result codes) are checked against it too.
 """
 
-import os
 import pathlib
 import re
 import subprocess
@@ -33,8 +31,7 @@ def test_doc_code_blocks_run(path, tmp_path):
         [sys.executable, str(tmp_path / "doc_script.py")],
         cwd=tmp_path, capture_output=True, text=True, timeout=600,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "MPLBACKEND": "Agg",
-             "JAX_PLATFORMS": "cpu", "HOME": str(tmp_path),
-             "XLA_FLAGS": os.environ.get("XLA_FLAGS", "")},  # conftest: fast compiles
+             "JAX_PLATFORMS": "cpu", "HOME": str(tmp_path)},
     )
     assert proc.returncode == 0, f"{path.name} code blocks failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
 

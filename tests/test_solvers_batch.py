@@ -96,8 +96,7 @@ print(json.dumps({"devices": len(batch_devices()), "x": sol.x.tolist(),
 
 
 def test_sharded_over_four_devices_equals_one_device():
-    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"
-    env = {**os.environ, "XLA_FLAGS": flags.strip(),
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
            "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", SHARDED], capture_output=True, text=True,
                           env=env, timeout=600)

@@ -1,5 +1,7 @@
 """Test-run configuration: float64 and strict rank promotion, as the physics needs."""
+import gc
 import os
+import pathlib
 
 import jax
 import pytest
@@ -20,3 +22,17 @@ def _no_persistent_compilation_cache():
     assert jax.config.jax_compilation_cache_dir is None, (
         "this test left JAX's persistent compilation cache on; test the CLI's decision with "
         "solvers.enable_compilation_cache mocked, or the cache itself in a subprocess")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop JAX's compiled programs after each test file. Each CPU executable holds about six
+    memory mappings; a worker that keeps every program of half the suite passes Linux's
+    ``vm.max_map_count`` (65 530) and dies inside a later XLA compile (SIGSEGV or abort)."""
+    yield
+    jax.clear_caches()
+    gc.collect()
+    maps = pathlib.Path("/proc/self/maps")
+    if maps.exists():  # Linux: what is still mapped after the clear must stay far from the limit
+        count = len(maps.read_text().splitlines())
+        assert count < 30_000, f"{count} memory mappings remain after this file's tests"

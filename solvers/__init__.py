@@ -27,6 +27,7 @@ from .linear import (
     SparseLU,
     SparsityError,
     SparsityPattern,
+    superlu,
 )
 from .lowering import (
     Clock,
@@ -108,4 +109,5 @@ __all__ = [
     "solve_flat_batch",
     "simulate",
     "simulate_batch",
+    "superlu",
 ]

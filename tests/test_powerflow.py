@@ -121,8 +121,8 @@ def test_island_without_slack_is_named_before_newton() -> None:
 
 
 def test_singular_dc_power_flow_gives_no_dc_start() -> None:
-    """Bus 8 hangs on zero-reactance branches only: B' is exactly singular, which SuperLU's
-    complete LU would survive only by corrupting memory; the DC start is refused instead."""
+    """Bus 8 hangs on zero-reactance branches only: B' is exactly singular and the DC start
+    is refused (factored by `solvers.superlu`, whose memory safety test_sparse_lu.py fuzzes)."""
     case = read_matpower(DATA / "case14.m")
     branches = tuple(dataclasses.replace(b, x=0.0) if 8 in (b.from_bus, b.to_bus) else b
                      for b in case.branches)

@@ -214,7 +214,7 @@ def test_float32_solve():
 _FACTOR_RANDOM = """
 import sys
 import numpy as np, scipy.sparse as sp
-from solvers.linear._host_lu import factor
+from solvers.linear._host_lu import factor, superlu
 rng = np.random.default_rng(int(sys.argv[1]))
 for trial in range(150):
     n = int(rng.integers(1, 300))
@@ -226,9 +226,32 @@ for trial in range(150):
         for thresh in (0.0, 0.1, 1.0):
             try:
                 factor(sp.csc_matrix(a), ("fuzz", trial), spec, thresh).solve(np.ones(n))
+                superlu(a, spec, thresh).solve(np.ones(n))
             except RuntimeError:
                 pass  # exactly singular
 """
+
+
+def test_superlu_solves_and_refuses_bad_input_with_advice():
+    import scipy.sparse as sp
+    from solvers import superlu
+
+    rows, cols, vals, dense = mna_matrix(20, 2, seed=3)
+    matrix = sp.csr_matrix((vals, (rows, cols)), shape=dense.shape)
+    before = matrix.copy()
+    b = np.arange(dense.shape[0], dtype=np.float64)
+    np.testing.assert_allclose(superlu(matrix).solve(b), np.linalg.solve(dense, b), rtol=1e-10)
+    assert (matrix != before).nnz == 0  # the user's matrix is left alone
+    with pytest.raises(RuntimeError, match="singular"):
+        superlu(sp.csc_matrix(np.array([[2.0, -2.0], [-2.0, 2.0]])))
+    with pytest.raises(ValueError, match="square SciPy sparse matrix.*csc_matrix"):
+        superlu(dense)
+    with pytest.raises(ValueError, match="square"):
+        superlu(sp.csc_matrix((3, 2)))
+    with pytest.raises(ValueError, match="unknown permc_spec 'ND'; choose one of COLAMD"):
+        superlu(matrix, permc_spec="ND")
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        superlu(matrix, diag_pivot_thresh=2.0)
 
 
 @pytest.mark.parametrize("seed", [1, 2])

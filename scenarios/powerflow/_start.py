@@ -9,11 +9,11 @@ Numpy and scipy only: no JAX.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
+
+import solvers
 
 from ._case import PowerCase
 
@@ -74,14 +74,8 @@ def _dc_angles(case: PowerCase) -> np.ndarray | None:
     va[ref] = np.radians(case.bus_array("Va_set_deg")[ref])
     free = np.flatnonzero(~ref)
     rhs = p[free] - bbus[free][:, ref] @ va[ref]
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", spla.MatrixRankWarning)
-        try:
-            # SuperLU's incomplete LU with nothing dropped: its complete LU (spsolve, splu)
-            # corrupts memory on exactly singular matrices (a zero-reactance branch's bus).
-            lu = spla.spilu(bbus[free][:, free].tocsc(), drop_tol=0.0, drop_rule="basic",
-                            fill_factor=20.0)
-            va[free] = lu.solve(rhs)
-        except RuntimeError:  # exactly singular
-            return None
+    try:
+        va[free] = solvers.superlu(bbus[free][:, free]).solve(rhs)  # spsolve: see superlu
+    except RuntimeError:  # exactly singular
+        return None
     return va if np.all(np.isfinite(va)) else None

@@ -114,19 +114,36 @@ def factor(csc: sp.csc_matrix, key, permc_spec: str, thresh: float) -> Factor:
         cached = _remember(cache_key, _permutation(csc, _nested_dissection(csc)))
     with np.errstate(all="ignore"):
         if cached is None:
-            lu = _splu(csc, permc_spec, thresh)
+            lu = superlu(csc, permc_spec, thresh)
             if permc_spec in REUSABLE_ORDERINGS:
                 _remember(cache_key, _permutation(csc, np.argsort(lu.perm_c)))
             return Factor(lu, None)
         perm, data_order, indices, indptr = cached
         permuted = sp.csc_matrix((csc.data[data_order], indices, indptr), shape=csc.shape)
-        return Factor(_splu(permuted, "NATURAL", thresh), perm)
+        return Factor(superlu(permuted, "NATURAL", thresh), perm)
 
 
-def _splu(csc: sp.csc_matrix, permc_spec: str, thresh: float):
-    """SuperLU's LU of ``csc`` by its incomplete LU with nothing dropped (see `_EXACT_ILU`);
-    ``RuntimeError`` for an exactly singular matrix."""
-    return spla.spilu(csc, permc_spec=permc_spec, diag_pivot_thresh=thresh, **_EXACT_ILU)
+def superlu(matrix, permc_spec: str = "COLAMD", diag_pivot_thresh: float = 1.0):
+    """SuperLU's LU factorization of a square SciPy sparse matrix, safe on singular input.
+
+    Returns SciPy's ``SuperLU`` object (``.solve(b)``, ``.L``, ``.U``, ``.perm_c``). It runs
+    as SuperLU's incomplete LU with nothing dropped (see `_EXACT_ILU`): ``splu`` and
+    ``spsolve`` corrupt memory on exactly singular matrices. Raises ``RuntimeError`` for an
+    exactly singular matrix, ``ValueError`` for anything that is not a square sparse matrix
+    or an unknown option."""
+    if not sp.issparse(matrix) or matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(f"superlu takes a square SciPy sparse matrix, got "
+                         f"{type(matrix).__name__} of shape {getattr(matrix, 'shape', None)}; "
+                         "build one with scipy.sparse.csc_matrix((values, (rows, cols)), shape).")
+    superlu_orderings = tuple(o for o in ORDERINGS if o != "ND")
+    if permc_spec not in superlu_orderings:
+        raise ValueError(f"unknown permc_spec {permc_spec!r}; choose one of "
+                         f"{', '.join(superlu_orderings)}.")
+    if not 0.0 <= diag_pivot_thresh <= 1.0:
+        raise ValueError(f"diag_pivot_thresh must lie in [0, 1], got {diag_pivot_thresh}.")
+    with np.errstate(all="ignore"):
+        return spla.spilu(sp.csc_matrix(matrix), permc_spec=permc_spec,
+                          diag_pivot_thresh=diag_pivot_thresh, **_EXACT_ILU)
 
 
 def _remember(key, value: tuple) -> tuple:

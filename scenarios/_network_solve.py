@@ -138,7 +138,7 @@ def _linearize(solver, system, x: np.ndarray):
 
 @functools.partial(jax.jit, static_argnums=0)
 def _linearize_jit(solver, system, x):
-    return solver.linearize(system.residual, x, system.params)
+    return solver.linearize(system.residual_function, x, system.params)
 
 
 @functools.partial(jax.jit, static_argnums=0)

@@ -25,38 +25,11 @@ from ._concrete import is_concrete, staging
 from .roots._method import AbstractRootMethod, FlatProblem
 from .roots._polyalgorithm import Default
 from .roots._solution import Solution
-from .roots._solve import raise_if_failed_anywhere, solve_flat
+from .roots._solve import check_arguments, raise_if_failed_anywhere, solve_flat, solve_member
 from .roots._staging import member_starts, member_values, run_staged
 from .batch._sweep import is_sweep, sweep_fingerprint, sweep_flat
+from .lowering._residual import Residual as _Residual, StepLimit as _StepLimit
 from .lowering._system import System
-
-
-class _Residual:
-    """``F(x, params)`` of one system structure: hashable by structure, so equal graphs
-    share one compiled solve (a bound method would hash by object and recompile)."""
-
-    def __init__(self, structure, keys: tuple = ()):
-        self.structure, self.keys = structure, keys
-
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and (self.structure, self.keys) == (other.structure, other.keys)
-
-    def __hash__(self) -> int:
-        return hash((type(self), self.structure, self.keys))
-
-    def params(self, params):
-        if not self.keys:
-            return params
-        base, values = params
-        return System(None, base, self.structure).set_params(base, dict(zip(self.keys, values)))
-
-    def __call__(self, x, params):
-        return self.structure.evaluator.residual(x, self.params(params))
-
-
-class _StepLimit(_Residual):
-    def __call__(self, x, dx, params):
-        return self.structure.evaluator.step_limit(x, dx, self.params(params))
 
 
 def default_method(system: System, solver: Optional[AbstractRootMethod] = None, *,
@@ -169,11 +142,9 @@ def _solve_graph(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
     method = _method(system, solver)
     step_limit = _StepLimit(system._s) if system.has_step_limit else None
 
-    def attempt(stage, members):
-        return solve_flat(_Residual(system._s), system.x0, system.params, solver=stage,
-                          step_limit=step_limit)
-
-    flat = _run(method, system, (system.x0, system.params), attempt)
+    x0, method = check_arguments(system.x0, method)
+    flat = solve_member(FlatProblem(_Residual(system._s), step_limit), method, x0,
+                        system.params, shape=(system.m, system.n))
     return _checked(dataclasses.replace(flat, lowered=system), throw)
 
 

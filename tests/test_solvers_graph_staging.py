@@ -12,7 +12,7 @@ import pytest
 import simgraph as sg
 import solvers
 from solvers import _graph
-from solvers.roots import _staging
+from solvers.roots import _solve, _staging
 
 from compile_count import compilations
 
@@ -41,18 +41,18 @@ def assert_same(a, b):
 def calls(monkeypatch):
     """Record (method, batch size) of every flat solve the graph entry points make."""
     seen = []
-    batch, single = _graph.solve_flat_batch, _graph.solve_flat
+    batch, single = _graph.solve_flat_batch, _solve._solve_jit
 
     def spy_batch(fn, x0, params, *, solver, **kw):
         seen.append((solver, int(params[1][0].shape[0])))
         return batch(fn, x0, params, solver=solver, **kw)
 
-    def spy_single(fn, x0, params, *, solver, **kw):
-        seen.append((solver, None))
-        return single(fn, x0, params, solver=solver, **kw)
+    def spy_single(problem, method, x0, params):
+        seen.append((method, None))
+        return single(problem, method, x0, params)
 
     monkeypatch.setattr(_graph, "solve_flat_batch", spy_batch)
-    monkeypatch.setattr(_graph, "solve_flat", spy_single)
+    monkeypatch.setattr(_solve, "_solve_jit", spy_single)
     return seen
 
 
@@ -104,12 +104,17 @@ def test_staged_single_solve_equals_traced(calls):
     assert float(eager.system.x) == pytest.approx(1e3)
 
 
-def test_under_transforms_one_traced_program(calls):
-    grad = jax.grad(lambda c: solvers.solve(Square(c), SHORT).system.x)(1e6)
-    assert grad == pytest.approx(0.5e-3)
-    xs = jax.vmap(lambda c: solvers.solve(Square(c), SHORT).system.x)(jnp.asarray([4.0, 1e6]))
+def test_eager_grad_runs_the_stages_and_jit_or_vmap_one_traced_program(calls):
+    root = lambda c: solvers.solve(Square(c), SHORT).system.x
+    grad = jax.grad(root)(1e6)  # the values are there: stage by stage, derivative attached
+    assert [type(m).__name__ for m, _ in calls] == ["Newton", "TrustRegion"]
+    assert grad == pytest.approx(0.5e-3, rel=1e-12)
+    assert jax.jacfwd(root)(1e6) == pytest.approx(0.5e-3, rel=1e-12)
+    calls.clear()
+    assert jax.jit(jax.grad(root))(1e6) == pytest.approx(0.5e-3, rel=1e-12)
+    xs = jax.vmap(root)(jnp.asarray([4.0, 1e6]))
     np.testing.assert_allclose(xs, [2.0, 1e3])
-    assert all(m is SHORT for m, _ in calls)
+    assert calls and all(m is SHORT for m, _ in calls)
 
 
 def test_throw_after_staging():
@@ -151,3 +156,22 @@ def test_later_stages_compiled_only_when_reached(calls):
     assert bool(sol.converged.all())
     assert [type(m).__name__ for m, _ in calls] == ["Newton", "Newton"]
     assert calls[1][0].watchdog == 0
+
+
+def test_flat_batch_runs_the_stages_and_equals_traced(monkeypatch):
+    from solvers.batch import _batch
+
+    fn, ps = (lambda x, p: x ** 3 - 2 * x + p), jnp.asarray([2.0, -1.0, 3.0, jnp.nan])
+    seen, chunked = [], _batch._chunked
+
+    def spy(problem, method, *args):
+        seen.append(type(method).__name__)
+        return chunked(problem, method, *args)
+
+    monkeypatch.setattr(_batch, "_chunked", spy)
+    eager = solvers.solve_batch(fn, jnp.zeros(1), ps)
+    assert seen == ["Newton", "Newton", "TrustRegionRestarts", "Homotopy"]  # member 0 cycles
+    assert_same(eager, jax.jit(lambda p: solvers.solve_batch(fn, jnp.zeros(1), p))(ps))
+    seen.clear()
+    assert bool(solvers.solve_batch(fn, jnp.zeros(1), jnp.asarray([-1.0, 0.0])).converged.all())
+    assert seen == ["Newton"]  # nothing failed: no fallback compiled

@@ -20,7 +20,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._concrete import is_concrete
 from ..roots._method import AbstractRootMethod, Continuation, FlatProblem, StepLimit
+from ..roots._polyalgorithm import Default
 from ..roots._solution import Solution
+from ..roots._staging import member_starts, member_values, run_staged
 from ..linear._sparsity import SparsityPattern
 from ..roots._solve import check_arguments, linear_solver_of, raise_if_failed_anywhere, solve_core
 
@@ -175,8 +177,32 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
         sol = sweep_flat(problem, method, x0, params, params_axes, chunk_size=chunk_size,
                          results_dir=None, fingerprint={}, gather=True, progress=progress)[0]
     else:
-        sol = _chunked(problem, method, x0_axis, axes, x0, params, size, chunk_size, progress)
+        sol = _staged(problem, method, x0_axis, axes, x0, params, size, chunk_size, progress)
     return raise_if_failed_anywhere(sol) if throw else sol
+
+
+def _staged(problem, method, x0_axis, axes, x0, params, size, chunk_size, progress):
+    """The batch in chunks; ``Default`` stage by stage (`run_staged`: each fallback only for
+    the members still failing, in fixed-size buckets), as `solve_batch` of a graph runs it."""
+    if not isinstance(method, Default):
+        return _chunked(problem, method, x0_axis, axes, x0, params, size, chunk_size, progress)
+    one = lambda a, axis: jax.ShapeDtypeStruct(a.shape[1:] if axis is not None else a.shape,
+                                               a.dtype)
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    member = jax.tree_util.tree_unflatten(treedef, [one(jnp.asarray(l), a)
+                                                    for l, a in zip(leaves, axes)])
+    m = int(np.prod(jax.eval_shape(problem.fn, one(x0, x0_axis), member).shape))
+
+    def attempt(stage, members):
+        if members is None:
+            return _chunked(problem, stage, x0_axis, axes, x0, params, size, chunk_size,
+                            progress)
+        rows = [l if a is None else member_values(l, members) for l, a in zip(leaves, axes)]
+        return _chunked(problem, stage, 0, axes, member_starts(x0, members),
+                        jax.tree_util.tree_unflatten(treedef, rows), len(members), chunk_size,
+                        progress)
+
+    return run_staged(method, m, int(x0.shape[-1]), attempt)
 
 
 def _take(tree, axes, start, stop, pad_to):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import Any, NamedTuple, Optional
 
 import jax
@@ -39,14 +40,17 @@ def _require_square(op: DenseOperator) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class DenseLU(AbstractLinearSolver):
-    """Dense Jacobian (``jax.jvp`` over the identity) and partial-pivoting LU.
+    """Dense Jacobian (``jax.jvp`` over the identity, or assembled element by element when
+    ``fn`` is a lowered System's residual and that is cheaper) and partial-pivoting LU.
 
     ``rcond`` is the pivot ratio ``min|U_ii| / max|U_ii|``: cheap, and zero exactly when
     the LU factorisation met a zero pivot.
     """
 
     def linearize(self, fn: Residual, x: jax.Array, params: Any):
-        f, jac = dense_jacobian(fn, x, params)
+        assemble = getattr(fn, "dense_jacobian", None)
+        assemble = assemble(x.shape[-1]) if assemble is not None and x.ndim == 1 else None
+        f, jac = (assemble if assemble is not None else partial(dense_jacobian, fn))(x, params)
         if jac.shape[0] != jac.shape[1]:
             return f, DenseOperator(jac, None, None)
         lu, piv = jsl.lu_factor(jac)

@@ -38,6 +38,7 @@ class SparseJacobian:
     def __init__(self, pattern: SparsityPattern):
         object.__setattr__(self, "pattern", pattern)
         _, n_colors = column_coloring(pattern)
+        object.__setattr__(self, "n_colors", n_colors)
         object.__setattr__(self, "compressed", n_colors * pattern.shape[0] <= 2 * pattern.nnz + 64)
         object.__setattr__(self, "size", n_colors * pattern.shape[0] if self.compressed
                            else pattern.nnz)
@@ -58,12 +59,28 @@ class SparseJacobian:
         return operator.data
 
     def linearize(self, fn, x, params) -> tuple[jax.Array, SparseOperator]:
-        """``(fn(x, params), operator)`` from ``n_colors`` JVPs."""
+        """``(fn(x, params), operator)`` from ``n_colors`` JVPs, or assembled element by
+        element when ``fn`` offers it (``fn.element_jacobian``: a lowered System's residual)
+        and that is cheaper."""
+        assemble = getattr(fn, "element_jacobian", None)
+        assemble = assemble(self.pattern, self.n_colors) if assemble is not None else None
+        if assemble is not None:
+            f, values = assemble(x, params)
+            return f, SparseOperator(self._store(values))
         f, comp = compressed_jacobian(fn, x, params, self.pattern)
         data = comp.reshape(-1)
         if not self.compressed:
             data = data[jnp.asarray(compressed_index(self.pattern))]
         return f, SparseOperator(data)
+
+    def _store(self, values: jax.Array) -> jax.Array:
+        """Pattern-aligned values in this Jacobian's storage (``J S`` when compressed)."""
+        if not self.compressed:
+            return values
+        m = self.pattern.shape[0]
+        slots = jnp.asarray(compressed_index(self.pattern))
+        return jnp.zeros(self.n_colors * m, values.dtype).at[slots].set(
+            values, mode="promise_in_bounds", unique_indices=True)
 
     def matvec(self, operator: SparseOperator, v: jax.Array) -> jax.Array:
         return pattern_matvec(self.pattern, self.values(operator), v)

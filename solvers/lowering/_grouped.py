@@ -185,13 +185,14 @@ class Grouped:
 
     def residual(self, x, params):
         stores = Stores(self.an, x, params)
+        return self.assemble([(g, jax.vmap(self.fns[id(g)])(gather(g, stores)))
+                              for g in self.groups if self.outputs[id(g)]])
+
+    def assemble(self, outputs: list):
+        """``F`` from ``(group, vmapped outputs)`` pairs of every group with outputs, in order."""
         vals = []
-        for g in self.groups:
-            outs = self.outputs[id(g)]
-            if not outs:
-                continue
-            values = jax.vmap(self.fns[id(g)])(gather(g, stores))
-            for value, out in zip(values, outs):
+        for g, values in outputs:
+            for value, out in zip(values, self.outputs[id(g)]):
                 pad = (1,) * (len(out.shape) - len(out.term))
                 value = jnp.reshape(value, (g.count,) + pad + out.term)
                 vals.append(jnp.broadcast_to(value, (g.count,) + out.shape).reshape(-1))

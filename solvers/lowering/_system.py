@@ -19,6 +19,7 @@ import numpy as np
 import simgraph as sg
 
 from . import _equations, _grouped, _kind_count, _kinds, _objectwise, _pattern
+from ._element_jacobian import ElementJacobian
 from ._model_errors import LoweringError, SingularComponentError
 from ..linear._sparsity import SparsityPattern
 from ._system_paths import Paths
@@ -38,6 +39,16 @@ class _Structure:
         self.pattern_object = None  # `System.sparsity_pattern`, built on first use
         self.checked: set = set()  # the `square` settings `validate` passed for
         self.paths = Paths(self)
+        self.element = None  # `element_jacobian`, built on first use
+
+    def element_jacobian(self, pattern):
+        """dF/dx assembled element by element (`ElementJacobian`) when ``pattern`` is this
+        grouped structure's own sparsity pattern, else None."""
+        if self.mode != "grouped" or self.pattern_object is None or pattern != self.pattern_object:
+            return None
+        if self.element is None:
+            self.element = ElementJacobian(self.an, self.evaluator, pattern)
+        return self.element
 
     def __eq__(self, other) -> bool:
         return self is other or (isinstance(other, _Structure) and self.hash == other.hash
@@ -116,6 +127,15 @@ class System:
     def residual(self, x, params) -> jax.Array:
         """``F(x, params)``, shape (m,). Pure; jit/vmap/grad-able in both arguments."""
         return self._s.evaluator.residual(x, params)
+
+    @property
+    def residual_function(self):
+        """``residual`` as a hashable callable (equal for equal structures, so compiled
+        programs are shared), which sparse linear solvers can ask for an element-by-element
+        Jacobian."""
+        from ._residual import Residual
+
+        return Residual(self._s)
 
     def step_limit(self, x, dx, params):
         """Smallest fraction in (0, 1] of the step ``dx`` the elements accept; None if no class

@@ -14,7 +14,7 @@ import numpy as np
 from jax import lax
 
 from ..linear._bind import bind_linear_solvers
-from .._concrete import is_concrete
+from .._concrete import is_concrete, staging
 from ..linear._dense import DenseLU
 from ._implicit import implicit_solution
 from ..linear._abstract import AbstractLinearSolver
@@ -22,6 +22,7 @@ from ._method import AbstractRootMethod, Continuation, FlatProblem, StepLimit
 from ._polyalgorithm import Default
 from ._precision import for_dtype
 from ._solution import Solution, SolveError
+from ._staging import run_staged
 from ..linear._sparsity import SparsityPattern
 
 
@@ -94,8 +95,27 @@ def solve_flat(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any = None
             f"x0 must be a 1-D vector of unknowns, got shape {x0.shape}; for a batch of "
             "starts use solvers.solve_batch(fn, x0, params)."
         )
-    sol = _solve_jit(FlatProblem(fn, step_limit, continuation), method, x0, params)
+    sol = solve_member(FlatProblem(fn, step_limit, continuation), method, x0, params)
     return raise_if_failed_anywhere(sol) if throw else sol
+
+
+def solve_member(problem: FlatProblem, method: AbstractRootMethod, x0, params,
+                 shape: Optional[tuple] = None) -> Solution:
+    """One member. ``Default`` runs stage by stage (`run_staged`: a fallback is compiled only
+    when Newton fails) whenever the values can be read now: outside transforms, and under
+    an eager ``grad``/``jvp`` (the stages solve the values without their tangents, then the
+    implicit derivative is attached, as the compiled solve attaches it). Under ``jit`` or
+    ``vmap``: one compiled program. ``shape``: ``(m, n)`` when known (saves a trace of F)."""
+    bare = lax.stop_gradient((x0, params))
+    if staging() or not is_concrete(bare) or not isinstance(method, Default):
+        return _solve_jit(problem, method, x0, params)
+    m, n = shape if shape is not None else (
+        int(np.prod(jax.eval_shape(problem.fn, *bare).shape)), int(x0.shape[-1]))
+    sol = run_staged(method, m, n, lambda stage, _: _solve_jit(problem, stage, *bare))
+    if is_concrete((x0, params)):
+        return sol
+    x = implicit_solution(problem.fn, linear_solver_of(method), sol.x, params, sol.converged)
+    return dataclasses.replace(sol, x=x)
 
 
 def raise_if_failed_anywhere(sol: Solution) -> Solution:

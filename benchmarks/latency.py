@@ -164,7 +164,7 @@ def _first_solve_in_child(case: str, n: int, cache: str | None) -> float:
     return _child(code, cache or "")
 
 
-def latency_rows(case: str, n: int, repeats: int = 7) -> list[dict]:
+def latency_rows(case: str, n: int, repeats: int = 7, fresh_child: bool = True) -> list[dict]:
     import solvers
 
     c = _Case(case, n)
@@ -183,9 +183,9 @@ def latency_rows(case: str, n: int, repeats: int = 7) -> list[dict]:
     converged = {name: ok(calls[name][0]()) for name, (_, ok) in calls.items() if ok}
     converged["simgraph solve(graph)"] = bool(solvers.solve(c.graph, method).converged)
     converged["scipy.optimize.root"] = bool(c.scipy().success)
-    with tempfile.TemporaryDirectory() as tmp:
-        fresh = _first_solve_in_child(case, n, None)
-        _first_solve_in_child(case, n, tmp)
+    with tempfile.TemporaryDirectory() as tmp:  # quick: the cache's first fill stands in
+        fill = _first_solve_in_child(case, n, tmp)
+        fresh = _first_solve_in_child(case, n, None) if fresh_child else fill
         cached = _first_solve_in_child(case, n, tmp)
     rows = []
     for name, seconds in warm.items():
@@ -268,9 +268,10 @@ print(json.dumps(dict(unknowns=system.n, imports_s=t1 - t0, parsing_s=t2 - t1,
 """
 
 
-def cli_rows(k: int) -> list[dict]:
+def cli_rows(k: int, caches=("off", "filled")) -> list[dict]:
     """Phases of ``python -m scenarios run circuit --json`` on the k x k grid (fresh process),
-    without and with a filled compilation cache; ``cli_wall_s`` runs the real command."""
+    without and with a filled compilation cache (``caches``); ``cli_wall_s`` runs the real
+    command."""
     from . import ngspice_grid
 
     code = _CLI_PHASES.replace("{event!r}", repr(COMPILE_EVENT))
@@ -281,7 +282,7 @@ def cli_rows(k: int) -> list[dict]:
         _child("print(1)")
         interpreter = time.perf_counter() - start
         cache = str(Path(tmp) / "cache")
-        for label, where in (("off", ""), ("filled", cache)):
+        for label, where in [(c, cache if c == "filled" else "") for c in caches]:
             if where:
                 _child(code, str(deck), where)  # fills it
             phases = _child(code, str(deck), where)
@@ -302,9 +303,10 @@ def cli_rows(k: int) -> list[dict]:
 def run(quick: bool = False) -> dict:
     cases = [("ladder", 10)] if quick else [("pair", 2), ("ladder", 10), ("ladder", 100)]
     repeats = 3 if quick else 7
-    return {"latency": [row for case, n in cases for row in latency_rows(case, n, repeats)],
+    return {"latency": [row for case, n in cases
+                        for row in latency_rows(case, n, repeats, fresh_child=not quick)],
             "batch_recompiles": batch_rows(200 if quick else 1000),
-            "cli": cli_rows(20 if quick else 100)}
+            "cli": cli_rows(20, ("filled",)) if quick else cli_rows(100)}
 
 
 def main(argv=None) -> None:

@@ -66,8 +66,9 @@ def solve(problem: Any, *args: Any, **options: Any) -> Solution:
     ``solver`` is the method (``solvers.Newton()``, ...; default: ``Default()``, for a graph
     with the linear solver `AutoLinearSolver` picks). Returns a `Solution`; a graph's or a
     System's also gives ``.system``, the solved graph. Works inside ``jax.jit``, ``vmap`` and
-    ``grad`` (gradients by implicit differentiation); outside them ``Default`` runs stage by
-    stage, compiling a fallback only when some member needs it. ``throw=True`` raises
+    ``grad`` (gradients by implicit differentiation); outside ``jit``/``vmap`` (a single
+    solve: under an eager ``grad`` too) ``Default`` runs stage by stage, compiling a fallback
+    only when some member needs it. ``throw=True`` raises
     ``SolveError`` on failure (inside ``jit``: ``jax.errors.JaxRuntimeError`` with its text).
     """
     return _dispatch("solve", problem, args, options)

@@ -81,7 +81,7 @@ class Default(AbstractRootMethod):
     the start (with three variable scalings in turn); then Newton-homotopy continuation.
     Each member keeps its best attempt (converged, else smallest residual) and its own code.
     Under ``vmap`` a fallback iterates only while some member needs it.
-    ``solvers.solve``/``solve_batch`` called outside transforms run Newton alone first and
+    ``solvers.solve``/``solve_batch`` called outside ``jit``/``vmap`` run Newton alone first and
     compile the fallbacks only if some member failed, for those members only: a fraction of
     the compile time when Newton succeeds, with the same answer.
 

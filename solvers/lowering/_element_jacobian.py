@@ -54,36 +54,42 @@ class _GroupTerms:
 
     def evaluate(self, fn, stores: Stores, dtype):
         """``(outputs, derivatives)`` of every member: outputs as `Grouped.residual` lays them
-        out, derivatives flattened in the order of ``positions``."""
+        out, derivatives flattened in the order of ``positions``. One linearization of the
+        group's vmapped methods, then one direction per local unknown, the same direction for
+        every member: members do not share inputs, so each gets its own Jacobian column."""
         data = gather(self.group, stores)
         count = self.group.count
         if not self.width:
-            outs = jax.vmap(fn)(data)
-            return outs, [jnp.zeros(p.shape, dtype) for p in self.positions]
-        basis = jnp.eye(self.width, dtype=dtype)
+            return jax.vmap(fn)(data), [jnp.zeros(p.shape, dtype) for p in self.positions]
+        us = [data[j][c] for j, c in self.inputs]
 
-        def element(d):
-            us = [d[j][c] for j, c in self.inputs]
+        def group_fn(us):
+            d = [None if slot is None else list(slot) for slot in data]
+            for (j, c), u in zip(self.inputs, us):
+                d[j][c] = u
+            return jax.vmap(fn)(d)
 
-            def local(flat):
-                e = [None if s is None else list(s) for s in d]
-                parts = jnp.split(flat, np.cumsum(self.sizes)[:-1])
-                for (j, c), u, part in zip(self.inputs, us, parts):
-                    e[j][c] = part.reshape(jnp.shape(u)).astype(jnp.result_type(u))
-                return fn(e)
-
-            flat = jnp.concatenate([jnp.reshape(u, (-1,)).astype(dtype) for u in us])
-            return jax.vmap(lambda t: jax.jvp(local, (flat,), (t,)), out_axes=(None, -1))(basis)
-
-        outs, tangents = jax.vmap(element)(data)
+        outs, linear = jax.linearize(group_fn, us)
+        tangents = jax.vmap(linear)(self._directions(us))
         derivs = []
         for tangent, out, take in zip(tangents, self.outputs, self.takes):
             pad = (1,) * (len(out.shape) - len(out.term))
-            t = jnp.reshape(tangent, (count,) + pad + out.term + (self.width,))
+            t = jnp.moveaxis(jnp.reshape(tangent, (self.width, count) + out.term), 0, -1)
+            t = jnp.reshape(t, (count,) + pad + out.term + (self.width,))
             t = jnp.broadcast_to(t, (count,) + out.shape + (self.width,))
             t = jnp.reshape(t, (count, -1, self.width))[:, :, take]
             derivs.append(t.reshape(-1).astype(dtype))
         return outs, derivs
+
+    def _directions(self, us: list) -> list:
+        """Per input, ``(width, count, *shape)``: direction k is 1 at local unknown k."""
+        eye, start, out = np.eye(self.width), 0, []
+        for u, size in zip(us, self.sizes):
+            block = eye[:, start:start + size].reshape((self.width, 1) + jnp.shape(u)[1:])
+            out.append(jnp.broadcast_to(jnp.asarray(block, jnp.result_type(u)),
+                                        (self.width,) + jnp.shape(u)))
+            start += size
+        return out
 
 
 class ElementJacobian:

@@ -3,8 +3,9 @@
 A coloured Jacobian costs one JVP of the whole residual per colour, and the colours are at
 least the most unknowns any equation touches: a substation bus with 40 lines needs 80 JVPs of
 the whole network. Here each group of alike elements differentiates its own outputs with
-respect to its own unknown inputs (``vmap`` of a ``jvp`` over each element's few inputs), and
-the entries are added into the pattern's values with one scatter: the cost is the largest
+respect to its own unknown inputs (one linearization of the group, then one direction per
+local unknown, shared by all members), and the entries are added into the pattern's values
+with one scatter: the cost is the largest
 number of unknowns one element reads, whatever the network's degrees. It is used when that is
 smaller than the number of colours (`worthwhile`).
 """
@@ -38,7 +39,8 @@ class _GroupTerms:
         masks = dependencies(jax.make_jaxpr(evaluator.fns[id(group)])(data))
         self.outputs, positions, self.takes = evaluator.outputs[id(group)], [], []
         for out, mask in zip(self.outputs, masks):
-            used = [i for i, (j, c) in enumerate(self.inputs) if columns.index((j, c)) in bits(mask)]
+            read = set(bits(mask))
+            used = [i for i, (j, c) in enumerate(self.inputs) if columns.index((j, c)) in read]
             take = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in used] or
                                   [np.zeros(0, np.int64)])
             cols = np.concatenate([xcols[i] for i in used], axis=1) if used else \
@@ -96,7 +98,7 @@ class ElementJacobian:
     """``(F, dF/dx values aligned with the pattern)`` of a grouped evaluation."""
 
     def __init__(self, an, evaluator, pattern):
-        m, n = pattern.shape
+        n = pattern.shape[1]
         keys = pattern.rows.astype(np.int64) * n + pattern.cols
         self.evaluator, self.nnz = evaluator, pattern.nnz
         self.terms = [_GroupTerms(an, evaluator, g, keys, n) for g in evaluator.groups

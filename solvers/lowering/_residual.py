@@ -47,7 +47,6 @@ class Residual:
             return None
         return lambda x, params: element.linearize(x, self.params(params))
 
-
     def dense_jacobian(self, n_jvps: int) -> Optional[Callable[[Any, Any], tuple]]:
         """``(x, params) -> (F, dF/dx as a dense matrix)`` assembled element by element, or
         None where ``n_jvps`` JVPs (a dense Jacobian's) are as cheap or the lowering is not

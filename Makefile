@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,plot,progress,tables]"
+	$(PY) -m pip install --quiet -e ".[dev,plot,progress,tables,klu]"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -146,8 +146,14 @@ def factor_fill(model, result) -> tuple[str, float | None, float | None, float |
                                 pattern)
     jac = sp.csc_matrix((np.asarray(values), (pattern.rows, pattern.cols)), shape=pattern.shape)
     jac.sort_indices()
-    fills = [factor(jac, pattern, spec, linear.diag_pivot_thresh).fill / pattern.nnz
+    klu = linear.factorization == "klu"
+    thresh = 0.1 if klu else linear.diag_pivot_thresh  # host_solver's with symmetric orders
+    fills = [factor(jac, pattern, spec, thresh).fill / pattern.nnz
              for spec in (linear.permc_spec, "MMD_AT_PLUS_A", "ND")]
+    if klu:
+        from solvers.linear import _klu
+        analysis = _klu.symbolic(("fill", pattern), jac.indptr, jac.indices, pattern.shape[0])
+        return f"{name}(KLU)", _klu.KLUFactor(analysis, jac.data).fill / pattern.nnz, *fills[1:]
     return f"{name}({linear.permc_spec})", *fills
 
 

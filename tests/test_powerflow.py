@@ -257,16 +257,27 @@ def _transmission(buses: int, seed: int = 0):
     return _symmetric_pattern(a, b, buses, 2)
 
 
-def test_large_host_lu_orders_by_the_cheaper_factorization() -> None:
+@pytest.mark.parametrize("klu", [True, False], ids=["klu", "no-klu"])
+def test_large_host_lu_orders_by_the_cheaper_factorization(klu, monkeypatch) -> None:
+    from solvers.linear import _klu
     from solvers.linear._auto import ND_MIN, host_solver
     from solvers.linear._host_lu import ordering_cost
+    if klu and not _klu.available():
+        pytest.skip("KLU (the optional klujax package) is not installed")
+    monkeypatch.setattr(_klu, "available", lambda: klu)
     mesh, grid = _mesh(50), _transmission(1200)
     assert min(mesh.shape[0], grid.shape[0]) >= ND_MIN  # both beyond the small-pattern rule
     # a meshed 2-D grid keeps nested dissection (as cheap as minimum degree, faster to factor)
     assert host_solver(mesh).permc_spec == "ND"
-    # a transmission grid gets minimum degree: nested dissection fills far more there
+    assert host_solver(mesh).factorization == "superlu"
+    # a transmission grid gets minimum degree (nested dissection fills far more there), or
+    # KLU (its own minimum degree) where it is installed
     solver = host_solver(grid)
-    assert solver.permc_spec == "MMD_AT_PLUS_A" and solver.diag_pivot_thresh == 0.1
+    if klu:
+        assert solver.factorization == "klu"
+    else:
+        assert solver.permc_spec == "MMD_AT_PLUS_A" and solver.diag_pivot_thresh == 0.1
+        assert solver.factorization == "superlu"
     mmd, nd = ordering_cost(grid, "MMD_AT_PLUS_A"), ordering_cost(grid, "ND")
     assert nd[0] > 1.5 * mmd[0] and nd[1] > 3 * mmd[1]
     assert mmd[0] < 2 * grid.nnz  # its factors stay near the Jacobian's size

@@ -6,6 +6,7 @@ The staged (eager) answer must equal the single traced program's (under jit) in 
 
 import jax
 import jax.numpy as jnp
+from jax.extend.core import jaxprs_in_params
 import numpy as np
 import pytest
 
@@ -128,6 +129,33 @@ def test_default_split():
     assert len(rest.stages()) == len(solvers.Default().stages()) - 1 and rest.atol == solvers.Default().atol
     assert solvers.Default().split(4, 3) is None  # least squares: one stage
     assert solvers.Default(methods=(solvers.Newton(),)).split(3, 3) is None
+
+
+def _while_loops(jaxpr) -> int:
+    count = 0
+    for eqn in jaxpr.eqns:
+        count += eqn.primitive.name == "while"
+        for sub in jaxprs_in_params(eqn.params):
+            count += _while_loops(sub)
+    return count
+
+
+def test_traced_default_runs_both_newton_stages_as_one_loop(monkeypatch):
+    from solvers.roots._polyalgorithm import NewtonRestarts
+    merged = NewtonRestarts.of(solvers.Default().stages())
+    assert [type(s).__name__ for s in merged] == ["NewtonRestarts", "TrustRegionRestarts",
+                                                  "Homotopy"]
+    assert merged[0].watchdogs == (4, 0) and merged[0].newton.watchdog == 0
+    for stages in [(solvers.Newton(), solvers.TrustRegion()),
+                   (solvers.Newton(watchdog=4), solvers.Newton(max_steps=7))]:
+        assert NewtonRestarts.of(stages) == stages  # nothing to merge
+    fn = lambda x, p: x ** 3 - 2 * x + p
+    count = lambda: _while_loops(jax.make_jaxpr(
+        lambda p: solvers.solve_flat(fn, jnp.zeros(1), p).x)(3.0).jaxpr)
+    one_loop = count()
+    monkeypatch.setattr(NewtonRestarts, "of", classmethod(lambda cls, stages: stages))
+    jax.clear_caches()  # trace again
+    assert count() > one_loop  # the stages one by one: a second copy of Newton's loops
 
 
 class Cycle(sg.ReffableTreeNode):

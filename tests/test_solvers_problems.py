@@ -1,11 +1,15 @@
 """Every method on every standard problem, from 1x, 10x and 100x the standard start.
 
-Problems of one size are solved in one batch (``lax.switch`` on a problem index, so each
-member evaluates exactly its own F) to keep compilations few. Every method must be honest
+All problems are solved in one batch per method (``lax.switch`` on a problem index, so each
+member evaluates exactly its own F) to keep compilations few: a problem of k < N unknowns
+becomes ``(F(x[:k]), x[k:])`` in N unknowns, started at ``x[k:] = 0``, where the extra
+unknowns sit at their root from the start and decouple (the Jacobian is block diagonal
+with an identity block), so each method takes the problem's own steps. Every method must be honest
 (success only with max|F| <= 1e-8; a failure always carries a code and message); the
 default method must keep what it achieves (see docs/solver_robustness.md).
 """
 
+import dataclasses
 import functools
 import warnings
 
@@ -53,22 +57,36 @@ def group(n):
     return [p for p in nlp.PROBLEMS if len(p.x0) == n]
 
 
+def _padded(problem, width: int):
+    """``problem``'s F in ``width`` unknowns: the extra ones solve ``x_i = 0``."""
+    k, params = len(problem.x0), nlp.params_of(problem)
+    return lambda x: jnp.concatenate([problem.fn(x[:k], params), x[k:]])
+
+
 @functools.lru_cache(maxsize=None)
-def group_run(method_name: str, n: int) -> dict:
-    """Solve every (problem of size n, start) with one method in one batch."""
-    probs = group(n)
-    branches = [functools.partial(lambda p, pr, x: p.fn(x, pr), p, nlp.params_of(p))
-                for p in probs]
-    fn = lambda x, pid: lax.switch(pid, branches, x)
+def all_run(method_name: str, sizes: tuple) -> dict:
+    """Solve every (problem with a size in ``sizes``, start) with one method in one batch."""
+    probs = [p for n in sizes for p in group(n)]
+    width = max(sizes)
+    fn = lambda x, pid: lax.switch(pid, [_padded(p, width) for p in probs], x)
     pids = np.repeat(np.arange(len(probs)), len(nlp.FACTORS))
-    x0 = np.stack([nlp.start(p, k) for p in probs for k in nlp.FACTORS])
+    x0 = np.stack([np.pad(nlp.start(p, k), (0, width - len(p.x0)))
+                   for p in probs for k in nlp.FACTORS])
     sol = solvers.solve_flat_batch(fn, jnp.asarray(x0), jnp.asarray(pids),
                                    solver=METHODS[method_name])
     out = {}
     for i, p in enumerate(probs):
         rows = slice(i * len(nlp.FACTORS), (i + 1) * len(nlp.FACTORS))
-        out[p.name] = jax.tree_util.tree_map(lambda a: np.asarray(a)[rows], sol)
+        one = jax.tree_util.tree_map(lambda a: np.asarray(a)[rows], sol)
+        out[p.name] = dataclasses.replace(one, x=one.x[:, :len(p.x0)])
     return out
+
+
+def group_run(method_name: str, n: int) -> dict:
+    """The results of one method on the problems of n unknowns (the jaxopt methods are run
+    on the 2-unknown problems only; see JAXOPT)."""
+    sizes = (2,) if method_name in JAXOPT else tuple(SIZES)
+    return all_run(method_name, sizes)
 
 
 def residual(problem, x):

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from solvers.linear import _klu
 from solvers.linear._sparse import SparseHostLU, SparseLU, SparseOperator
 from solvers.linear._sparse_auto import SparseAuto
 from solvers.linear._sparse_krylov import SparseKrylov
@@ -21,6 +22,8 @@ def _op(solver, rows, cols, vals, n):
 BACKENDS = {  # (solver options, test matrix): each Krylov variant on one matrix, for time
     "host_lu-mna": (None, "mna"),
     "host_lu-random": (None, "random"),
+    "klu-mna": ("klu", "mna"),
+    "klu-random": ("klu", "random"),
     "gmres-ilu0-mna": (dict(method="gmres", preconditioner="ilu0"), "mna"),
     "bicgstab-ilu0-random": (dict(method="bicgstab", preconditioner="ilu0"), "random"),
     "gmres-jacobi-mna": (dict(method="gmres", preconditioner="jacobi"), "mna"),
@@ -36,8 +39,13 @@ def test_backends_match_dense_including_transpose_and_vmap(name):
     else:
         rows, cols, vals, dense = mna_matrix(30, 2, seed=12)
     n = dense.shape[0]
-    solver = SparseHostLU(rows, cols, (n, n)) if options is None else SparseKrylov(
-        rows, cols, (n, n), **options)
+    if options == "klu":
+        needs_klu()
+        solver = SparseHostLU(rows, cols, (n, n), factorization="klu")
+    elif options is None:
+        solver = SparseHostLU(rows, cols, (n, n))
+    else:
+        solver = SparseKrylov(rows, cols, (n, n), **options)
     op = _op(solver, rows, cols, vals, n)
     rng = np.random.default_rng(0)
     b = rng.normal(size=n)
@@ -57,10 +65,21 @@ def test_backends_match_dense_including_transpose_and_vmap(name):
                                    atol=1e-9)
 
 
+def needs_klu():
+    if not _klu.available():
+        pytest.skip("KLU (the optional klujax package) is not installed")
+
+
+def _klu_solver(r, c, n):
+    needs_klu()
+    return SparseHostLU(r, c, (n, n), factorization="klu")
+
+
 @pytest.mark.parametrize("make", [
     lambda r, c, n: SparseHostLU(r, c, (n, n)),
+    _klu_solver,
     lambda r, c, n: SparseKrylov(r, c, (n, n), maxiter=20),
-], ids=["host_lu", "krylov"])
+], ids=["host_lu", "klu", "krylov"])
 def test_backends_flag_singular_systems_with_nan(make):
     a = np.array([[1.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, 1.0, 3.0]])
     rows, cols = np.nonzero(np.ones_like(a))

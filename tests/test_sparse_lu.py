@@ -260,3 +260,48 @@ def test_host_lu_survives_random_and_singular_matrices(seed):
                          text=True, timeout=300, cwd=Path(__file__).resolve().parents[1])
     assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
     assert "illegal value" not in run.stdout + run.stderr, (run.stdout + run.stderr)[-2000:]
+
+
+def test_klu_agrees_with_superlu_on_random_and_singular_matrices():
+    """KLU (where installed) solves what SuperLU solves, in both orientations, and gives NaN
+    (never a crash or a garbage answer) for an exactly singular matrix."""
+    import scipy.sparse as sp
+    from solvers.linear import _klu
+    from solvers.linear._host_lu import klu_solve
+    if not _klu.available():
+        pytest.skip("KLU (the optional klujax package) is not installed")
+    rng = np.random.default_rng(5)
+    singular = 0
+    for trial in range(120):
+        n = int(rng.integers(1, 120))
+        a = sp.random(n, n, density=min(1.0, rng.uniform(1.0, 6.0) / n),
+                      random_state=int(rng.integers(1e9)))
+        if rng.random() < 0.8:
+            a = a + sp.diags(rng.uniform(0.1, 2, n) * (rng.random(n) < 0.95))
+        dense = a.toarray()
+        rows, cols = np.nonzero(np.ones_like(dense) * (rng.random((n, n)) < 0.02) + (dense != 0))
+        pattern = SparsityPattern(rows, cols, (n, n))  # with explicit zeros
+        values = dense[pattern.rows, pattern.cols]
+        b = rng.normal(size=n)
+        for transpose in (False, True):
+            x = klu_solve(pattern, transpose, values, b)
+            matrix = dense.T if transpose else dense
+            if np.linalg.matrix_rank(dense) < n:
+                singular += 1
+                assert np.all(np.isnan(x)) or np.allclose(matrix @ x, b, atol=1e-6)
+            elif np.linalg.cond(dense) < 1e8:
+                np.testing.assert_allclose(matrix @ x, b, atol=1e-8 * (1 + np.abs(b).max()))
+    assert singular > 10  # the fuzz reached singular matrices
+
+
+def test_klu_option_is_checked_and_explained(monkeypatch):
+    from solvers import SparseHostLU
+    from solvers.linear import _klu
+    with pytest.raises(ValueError, match="factorization must be 'superlu' or 'klu', got 'umf'"):
+        SparseHostLU(factorization="umf")
+    monkeypatch.setattr(_klu, "available", lambda: False)
+    with pytest.raises(ValueError, match=r"pip install 'simgraph\[klu\]'"):
+        SparseHostLU(factorization="klu")
+    monkeypatch.setattr(_klu, "available", lambda: True)
+    with pytest.raises(ValueError, match="schur=True factors its Schur complement with SuperLU"):
+        SparseHostLU(factorization="klu", schur=True)

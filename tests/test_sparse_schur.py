@@ -94,7 +94,10 @@ def test_schur_needs_a_pattern_with_zero_diagonals():
         SparseHostLU(rows, cols, (20, 20), schur=True)
 
 
-def test_host_solver_picks_schur_for_saddle_points_only():
+def test_host_solver_picks_schur_for_saddle_points_only(monkeypatch):
+    from solvers.linear import _klu
+    klu = _klu.available()
+    monkeypatch.setattr(_klu, "available", lambda: False)  # SuperLU's orderings first
     rows, cols, _, dense = pipe_network_matrix(6, seed=0)
     n = dense.shape[0]
     pipes = host_solver(rows, cols, (n, n))
@@ -106,6 +109,10 @@ def test_host_solver_picks_schur_for_saddle_points_only():
     grid_cols = np.concatenate([c, a, np.arange(36)])
     grid = host_solver(grid_rows, grid_cols, (36, 36))
     assert not grid.schur and grid.permc_spec == "MMD_AT_PLUS_A"
+    monkeypatch.setattr(_klu, "available", lambda: klu)
+    assert host_solver(grid_rows, grid_cols, (36, 36)).factorization == (
+        "klu" if klu else "superlu")  # little fill: KLU where installed
+    assert host_solver(rows, cols, (n, n)).schur  # a saddle point keeps SuperLU's Schur path
     rows, cols, _, mna = mna_matrix(60, 2, seed=12)  # 2 zero diagonals in 62: symmetric
     assert not host_solver(rows, cols, mna.shape).schur
 

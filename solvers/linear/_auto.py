@@ -31,6 +31,7 @@ import numpy as np
 
 from ._banded import BandedLU, banded_beats_dense, banded_products
 from ._dense import DenseLU
+from . import _klu
 from ._host_lu import ordering_cost, symmetric_with_diagonal
 from ._abstract import AbstractLinearSolver
 from ._schur import schur_plan
@@ -151,7 +152,9 @@ def host_solver(rows, cols=None, shape=None) -> SparseHostLU:
     leaves a weighted Laplacian on the heads, as EPANET's GGA does) ``schur=True`` with a
     symmetric ordering on the complement (from ``ND_MIN`` unknowns our nested dissection):
     at 10^5 unknowns a Newton step takes a quarter of COLAMD's time on the whole matrix.
-    The symmetric ordering of the whole matrix is `symmetric_ordering`'s."""
+    The symmetric ordering of the whole matrix is `symmetric_ordering`'s; where it is minimum
+    degree with little fill (`klu_suits`: power grids, ladders, sparse circuits) and KLU is
+    installed, KLU factors instead (2-3.5x faster than SuperLU on transmission grids)."""
     pattern = as_pattern(rows, cols, shape)
     order = host_ordering(pattern.rows, pattern.cols)
     if order == "COLAMD":
@@ -161,7 +164,19 @@ def host_solver(rows, cols=None, shape=None) -> SparseHostLU:
             return SparseHostLU(pattern, permc_spec=complement, diag_pivot_thresh=0.1,
                                 schur=True)
         return SparseHostLU(pattern, permc_spec=order)
-    return SparseHostLU(pattern, permc_spec=symmetric_ordering(pattern), diag_pivot_thresh=0.1)
+    ordering = symmetric_ordering(pattern)
+    if ordering == "MMD_AT_PLUS_A" and klu_suits(pattern):
+        return SparseHostLU(pattern, factorization="klu")
+    return SparseHostLU(pattern, permc_spec=ordering, diag_pivot_thresh=0.1)
+
+
+def klu_suits(pattern: SparsityPattern) -> bool:
+    """Whether KLU is installed and minimum degree fills this pattern at most
+    ``ND_TRY_FILL`` times (KLU has no supernodes: where the factors fill much more, as on
+    2-D grids, SuperLU is faster)."""
+    if not _klu.available():
+        return False
+    return ordering_cost(pattern, "MMD_AT_PLUS_A")[0] <= ND_TRY_FILL * pattern.nnz
 
 
 def symmetric_ordering(pattern: SparsityPattern) -> str:

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from . import _klu
 from ._sparse_order import nested_dissection, symmetrised_adjacency
 from ._sparsity import SparsityPattern
 
@@ -195,4 +196,15 @@ def plain_solve(pattern: SparsityPattern, permc_spec: str, thresh: float, transp
     try:
         return factor(csc, pattern, permc_spec, thresh).solve(b, transpose)
     except RuntimeError:  # "Factor is exactly singular"
+        return np.full(b.shape[-1], np.nan)
+
+
+def klu_solve(pattern: SparsityPattern, transpose: bool, values: np.ndarray,
+              b: np.ndarray) -> np.ndarray:
+    """`plain_solve` with KLU (its analysis cached per pattern)."""
+    order, indices, indptr = csc_structure(pattern)
+    analysis = _klu.symbolic(pattern, indptr, indices, pattern.shape[0])
+    try:
+        return _klu.KLUFactor(analysis, values[order]).solve(b, transpose)
+    except RuntimeError:  # exactly singular
         return np.full(b.shape[-1], np.nan)

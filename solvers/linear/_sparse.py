@@ -32,7 +32,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._host_lu import ORDERINGS, batch_solve, plain_solve
+from . import _klu
+from ._host_lu import ORDERINGS, batch_solve, klu_solve, plain_solve
 from ._abstract import AbstractLinearSolver, LinearSolution, finite_result
 from ._schur import schur_plan, schur_solve
 from ._sparse_lu import lu_solver
@@ -230,7 +231,7 @@ class SparseLU(_AbstractSparseSolver):
 
 
 class SparseHostLU(_AbstractSparseSolver):
-    """SuperLU (partial pivoting) on the host via a callback.
+    """SuperLU or KLU (partial pivoting) on the host via a callback.
 
     Configuration only until a solve binds it (or built from a pattern, as `SparseLU`).
     Robust pivoting and fast for one large system; each call copies the values to the host
@@ -250,11 +251,25 @@ class SparseHostLU(_AbstractSparseSolver):
     network's flows, see ``solvers._schur``) and factors the Schur complement on the rest
     with ``permc_spec``/``diag_pivot_thresh``; a solve whose block pivots are zero or whose
     backward error stays above 1000 eps after refinement factors the whole matrix instead.
-    ``solvers.default_method`` picks all three options (see ``host_solver``).
+    ``factorization="klu"`` factors with KLU (SuiteSparse; needs the optional ``klujax``
+    package, see ``solvers.linear._klu``) instead of SuperLU: its own block triangular form
+    and minimum-degree ordering, partial pivoting preferring the diagonal (``permc_spec``
+    and ``diag_pivot_thresh`` are then unused). On power-grid Jacobians it factors 2-3.5x
+    faster than SuperLU; on 2-D grids (large fill) SuperLU's supernodes win.
+    ``solvers.default_method`` picks these options (see ``host_solver``).
     """
 
     def __init__(self, rows=None, cols=None, shape=None, *, permc_spec: str = "COLAMD",
-                 diag_pivot_thresh: float = 1.0, schur: bool = False):
+                 diag_pivot_thresh: float = 1.0, schur: bool = False,
+                 factorization: str = "superlu"):
+        if factorization not in ("superlu", "klu"):
+            raise ValueError(f"factorization must be 'superlu' or 'klu', got {factorization!r}.")
+        if factorization == "klu" and not _klu.available():
+            raise ValueError("factorization='klu' needs KLU from the optional klujax package: "
+                             "pip install 'simgraph[klu]' (or use factorization='superlu').")
+        if factorization == "klu" and schur:
+            raise ValueError("schur=True factors its Schur complement with SuperLU; use "
+                             "factorization='superlu' with it.")
         if not 0.0 <= float(diag_pivot_thresh) <= 1.0:
             raise ValueError(f"diag_pivot_thresh must be in [0, 1], got {diag_pivot_thresh!r}.")
         if permc_spec not in ORDERINGS:
@@ -263,6 +278,7 @@ class SparseHostLU(_AbstractSparseSolver):
         object.__setattr__(self, "permc_spec", str(permc_spec))
         object.__setattr__(self, "diag_pivot_thresh", float(diag_pivot_thresh))
         object.__setattr__(self, "schur", bool(schur))
+        object.__setattr__(self, "factorization", factorization)
         self._bind_pattern(as_pattern(rows, cols, shape))
 
     def _check_pattern(self, pattern):
@@ -274,13 +290,19 @@ class SparseHostLU(_AbstractSparseSolver):
                 "network's); this one has none: use schur=False.")
 
     def _options(self):
+        if self.factorization == "klu":
+            return ("klu",)
         return (self.permc_spec, self.diag_pivot_thresh) + ((True,) if self.schur else ())
 
     def _solve(self, transpose):
         def solve(data, b):
             out = jax.ShapeDtypeStruct(b.shape, b.dtype)
-            one = functools.partial(schur_solve if self.schur else plain_solve, self.pattern,
-                                    self.permc_spec, self.diag_pivot_thresh, transpose)
+            if self.factorization == "klu":
+                one = functools.partial(klu_solve, self.pattern, transpose)
+            else:
+                one = functools.partial(schur_solve if self.schur else plain_solve,
+                                        self.pattern, self.permc_spec, self.diag_pivot_thresh,
+                                        transpose)
             values = self.values(SparseOperator(data))
             return jax.pure_callback(functools.partial(batch_solve, one), out, values, b,
                                      vmap_method="expand_dims")

@@ -25,6 +25,7 @@ class _State(NamedTuple):
     best: tuple          # (x, f, phi): the smallest ||F|| so far (the watchdog's point)
     streak: jax.Array    # full steps in a row that did not improve on `best`
     rel_step: jax.Array  # relative_step of the last Newton step
+    watchdog: jax.Array  # the watchdog's length (``Newton.watchdog``, or traced: ``options``)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +43,8 @@ class Newton(AbstractIterativeMethod):
     search stalls where one full step raises ||F|| on the way to a fast convergence (from a
     far start on a network with power-law element laws, the first step overshoots: damped
     steps of 1/256 make no progress while full Newton converges in 8). An unconverged run
-    returns its best point.
+    returns its best point. ``iterate(..., options=M)`` runs with watchdog length ``M``
+    (traced: one compiled loop serves several lengths, as ``Default`` runs it).
     """
 
     rtol: float = 1e-10
@@ -61,19 +63,20 @@ class Newton(AbstractIterativeMethod):
 
     def init(self, problem: FlatProblem, x0, f0, params: Any, options: Any) -> _State:
         phi0 = half_sq_norm(f0)
+        watchdog = jnp.asarray(self.watchdog if options is None else options, jnp.int32)
         return _State(x0, f0, phi0, (x0, f0, phi0), jnp.zeros((), jnp.int32),
-                      jnp.full((), jnp.nan, x0.dtype))
+                      jnp.full((), jnp.nan, x0.dtype), watchdog)
 
     def finish(self, problem: FlatProblem, params: Any, state: _State, result):
         x, f = state.x, state.f
-        if self.watchdog > 0:
-            worse = (state.best[2] < state.phi) & (result != int(RESULTS.successful))
-            x, f, _ = _pick(worse, state.best, (x, f, state.phi))
+        worse = ((state.watchdog > 0) & (state.best[2] < state.phi)
+                 & (result != int(RESULTS.successful)))
+        x, f, _ = _pick(worse, state.best, (x, f, state.phi))
         return x, max_abs(f), state.rel_step
 
     def _relaxed(self, s: _State) -> jax.Array:
         """Whether this step is a watchdog's full step (no sufficient-decrease test)."""
-        return (self.watchdog > 0) & self.line_search & (s.streak < self.watchdog)
+        return (s.watchdog > 0) & self.line_search & (s.streak < s.watchdog)
 
     def _search(self, problem, params, s: _State, op, direction,
                 running) -> LineSearchResult:
@@ -112,7 +115,7 @@ class Newton(AbstractIterativeMethod):
             jnp.where(searched, code(RESULTS.successful), self._why(ls, op, search)))
         x, f, phi, best, streak = self._watch(s, x, f, phi, search.ok, converged)
         rel_step = jnp.where(dx_ok, relative_step(dx, s.x), jnp.inf)
-        return (_State(x, f, phi, best, streak, rel_step),
+        return (_State(x, f, phi, best, streak, rel_step, s.watchdog),
                 Progress(converged, failure, search.num_fev, jnp.ones((), jnp.int32)))
 
     def _watch(self, s: _State, x, f, phi, ok, converged):
@@ -122,10 +125,10 @@ class Newton(AbstractIterativeMethod):
         improved = phi <= (1.0 - 1e-4) * s.best[2]
         streak = jnp.where(improved, 0, s.streak + 1)
         back = (self._relaxed(s) & ~improved & ~converged
-                & (~ok | (streak >= self.watchdog)))
+                & (~ok | (streak >= s.watchdog)))
         best = _pick(improved, (x, f, phi), s.best)
         x, f, phi = _pick(back, best, (x, f, phi))
-        return x, f, phi, best, jnp.where(back, self.watchdog, streak)
+        return x, f, phi, best, jnp.where(back, s.watchdog, streak)
 
     def _why(self, ls, op, search: LineSearchResult) -> jax.Array:
         """The code for a failed line search."""

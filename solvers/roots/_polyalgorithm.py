@@ -74,6 +74,54 @@ class TrustRegionRestarts(AbstractRootMethod):
 
 
 @dataclasses.dataclass(frozen=True)
+class NewtonRestarts(AbstractRootMethod):
+    """``newton`` with each watchdog length of ``watchdogs`` in turn: the first run solves
+    every member, each later one (from x0) the members that `needs_retry`, each keeping its
+    better attempt, as ``Default``'s stages would. One loop over the lengths compiles
+    Newton once (its watchdog length is a traced value)."""
+
+    newton: Newton = Newton()
+    watchdogs: tuple = (4, 0)
+
+    def run(self, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
+        lengths = jnp.asarray(self.watchdogs, jnp.int32)
+
+        def body(carry):
+            k, best = carry
+            retry = active & ((k == 0) | needs_retry(best))
+            new = self.newton.iterate(problem, x0, params, retry, lengths[k])
+            merged = merge(best, new, retry)
+            return k + 1, jax.tree_util.tree_map(lambda a, b: jnp.where(k == 0, b, a),
+                                                 merged, new)
+
+        def cond(carry):
+            k, best = carry
+            return (k < lengths.shape[0]) & active & ((k == 0) | needs_retry(best))
+
+        zero = jnp.zeros((), jnp.int32)
+        nothing = make_solution(x0, code(RESULTS.max_steps_reached), zero, zero, zero,
+                                jnp.full((), jnp.inf, x0.dtype))
+        return lax.while_loop(cond, body, (zero, nothing))[1]
+
+    @classmethod
+    def of(cls, stages: tuple) -> tuple:
+        """``stages`` with a leading run of Newton stages that differ only in their watchdog
+        length merged into one `NewtonRestarts` (same answers, a smaller program)."""
+        run = 0
+        while (run < len(stages) and type(stages[run]) is Newton
+               and _unwatched(stages[run]) == _unwatched(stages[0])):
+            run += 1
+        if run < 2:
+            return stages
+        lengths = tuple(stage.watchdog for stage in stages[:run])
+        return (cls(_unwatched(stages[0]), lengths),) + tuple(stages[run:])
+
+
+def _unwatched(newton: Newton) -> Newton:
+    return dataclasses.replace(newton, watchdog=0)
+
+
+@dataclasses.dataclass(frozen=True)
 class Default(AbstractRootMethod):
     """Polyalgorithm: Newton with line search and a 4-step watchdog (see `Newton`); then, for
     members that failed, Newton with a monotone line search (the watchdog's full steps can
@@ -83,7 +131,8 @@ class Default(AbstractRootMethod):
     Under ``vmap`` a fallback iterates only while some member needs it.
     ``solvers.solve``/``solve_batch`` called outside ``jit``/``vmap`` run Newton alone first and
     compile the fallbacks only if some member failed, for those members only: a fraction of
-    the compile time when Newton succeeds, with the same answer.
+    the compile time when Newton succeeds, with the same answer. Traced, the two Newton
+    stages run as one `NewtonRestarts` loop (one copy of Newton in the program).
 
     Over-determined systems (m > n) go to Levenberg-Marquardt (least squares).
     ``methods`` replaces the sequence of stages.
@@ -136,6 +185,7 @@ class Default(AbstractRootMethod):
         out = jax.eval_shape(problem.fn, x0, params)
         vectors = x0.ndim == 1 and len(out.shape) == 1
         stages = self.plan(*((out.shape[0], x0.shape[0]) if vectors else (None, None)))
+        stages = NewtonRestarts.of(stages)
 
         def retry(stage, best: FlatSolution) -> FlatSolution:
             members = active & needs_retry(best)

@@ -305,3 +305,19 @@ def test_klu_option_is_checked_and_explained(monkeypatch):
     monkeypatch.setattr(_klu, "available", lambda: True)
     with pytest.raises(ValueError, match="schur=True factors its Schur complement with SuperLU"):
         SparseHostLU(factorization="klu", schur=True)
+
+
+def test_without_klujax_the_host_lu_is_superlu():
+    """Where klujax cannot be loaded, KLU is unavailable and the chooser keeps SuperLU."""
+    code = ("import sys; sys.modules['klujax_cpp'] = None\n"
+            "import numpy as np\n"
+            "from solvers.linear import _klu\n"
+            "from solvers.linear._auto import host_solver\n"
+            "n = 50; i = np.arange(n)\n"
+            "rows = np.r_[i, i[:-1], i[1:]]; cols = np.r_[i, i[1:], i[:-1]]\n"
+            "solver = host_solver(rows, cols, (n, n))\n"
+            "print(_klu.available(), solver.factorization, solver.permc_spec)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd=Path(__file__).resolve().parents[1])
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["False", "superlu", "MMD_AT_PLUS_A"]

@@ -151,9 +151,9 @@ def factor_fill(model, result) -> tuple[str, float | None, float | None, float |
     fills = [factor(jac, pattern, spec, thresh).fill / pattern.nnz
              for spec in (linear.permc_spec, "MMD_AT_PLUS_A", "ND")]
     if klu:
-        from solvers.linear import _klu
-        analysis = _klu.symbolic(("fill", pattern), jac.indptr, jac.indices, pattern.shape[0])
-        return f"{name}(KLU)", _klu.KLUFactor(analysis, jac.data).fill / pattern.nnz, *fills[1:]
+        from solvers.linear._host_lu import klu_factor
+        fill = klu_factor(pattern, np.asarray(values)).fill / pattern.nnz
+        return f"{name}(KLU)", fill, *fills[1:]
     return f"{name}({linear.permc_spec})", *fills
 
 

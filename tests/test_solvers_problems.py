@@ -83,8 +83,8 @@ def all_run(method_name: str, sizes: tuple) -> dict:
 
 
 def group_run(method_name: str, n: int) -> dict:
-    """The results of one method on the problems of n unknowns (the jaxopt methods are run
-    on the 2-unknown problems only; see JAXOPT)."""
+    """Problem name -> results of one method, from the batch that holds the problems of n
+    unknowns (every size in one batch; the jaxopt methods on the 2-unknown ones only)."""
     sizes = (2,) if method_name in JAXOPT else tuple(SIZES)
     return all_run(method_name, sizes)
 

@@ -199,12 +199,18 @@ def plain_solve(pattern: SparsityPattern, permc_spec: str, thresh: float, transp
         return np.full(b.shape[-1], np.nan)
 
 
-def klu_solve(pattern: SparsityPattern, transpose: bool, values: np.ndarray,
-              b: np.ndarray) -> np.ndarray:
-    """`plain_solve` with KLU (its analysis cached per pattern)."""
+def klu_factor(pattern: SparsityPattern, values: np.ndarray) -> "_klu.KLUFactor":
+    """KLU's LU of the matrix with ``pattern`` and pattern-order ``values`` (the analysis is
+    cached per pattern). Raises ``RuntimeError`` for an exactly singular matrix."""
     order, indices, indptr = csc_structure(pattern)
     analysis = _klu.symbolic(pattern, indptr, indices, pattern.shape[0])
+    return _klu.KLUFactor(analysis, values[order])
+
+
+def klu_solve(pattern: SparsityPattern, transpose: bool, values: np.ndarray,
+              b: np.ndarray) -> np.ndarray:
+    """`plain_solve` with KLU (`klu_factor`)."""
     try:
-        return _klu.KLUFactor(analysis, values[order]).solve(b, transpose)
+        return klu_factor(pattern, values).solve(b, transpose)
     except RuntimeError:  # exactly singular
         return np.full(b.shape[-1], np.nan)

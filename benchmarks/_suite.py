@@ -200,8 +200,11 @@ def grids(quick: bool, out: Path) -> Section:
                              "`linear_solver` is what `solvers.default_method` picks for that "
                              "batch size; `cli_s` is the fresh `--sweep` process (compile "
                              "included), `warm_s` (`warm_cpu_s`: CPU seconds) the same sweep "
-                             "in one process after a first call; `per_scenario_ms` uses "
-                             "`warm_s`.")
+                             "in one process after a first call (median of 3); "
+                             "`per_scenario_ms` uses `warm_s`. Batches of large systems are "
+                             "factored on the host, several members at once (one thread a "
+                             "core), with KLU refactorizations (shared pivot orders) where "
+                             "KLU is installed.")
     if not rows:
         section.notes.append(f"Not measured: {pg.SHARED} is absent.")
     if quick:

@@ -179,7 +179,7 @@ def case_row(case: str, repeats: int) -> dict:
 def sweep_row(case: str, count: int, timeout: float = 240.0, cli: bool = True) -> dict:
     """``--sweep load_scale=0.8:1.2:COUNT`` through a fresh CLI process (one batched solve,
     compile included; killed after ``timeout`` s) and the same sweep in one process after a
-    first call (warm; wall and CPU seconds). Per scenario (warm, else the CLI's) against
+    first call (warm: the median of three; wall and CPU seconds). Per scenario (warm, else the CLI's) against
     pandapower's recorded warm ``runpp``."""
     import solvers
     from scenarios.powerflow import DEFAULT_METHOD, build_powerflow, read_matpower
@@ -190,9 +190,12 @@ def sweep_row(case: str, count: int, timeout: float = 240.0, cli: bool = True) -
                          if cli else (None, None, None, None))
     values = np.linspace(0.8, 1.2, count)
     model.sweep(values)
-    start, cpu = time.perf_counter(), time.process_time()
-    converged = int(model.sweep(values).converged.sum())
-    warm, cpu = time.perf_counter() - start, time.process_time() - cpu
+    timings = []
+    for _ in range(3):
+        start, cpu = time.perf_counter(), time.process_time()
+        converged = int(model.sweep(values).converged.sum())
+        timings.append((time.perf_counter() - start, time.process_time() - cpu))
+    warm, cpu = sorted(timings)[1]  # the median run's wall and CPU seconds
     per = (warm if warm is not None else wall) / count
     done = doc is not None
     return {"case": case, "scenarios": count,

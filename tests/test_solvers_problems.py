@@ -68,7 +68,7 @@ def all_run(method_name: str, sizes: tuple) -> dict:
     """Solve every (problem with a size in ``sizes``, start) with one method in one batch."""
     probs = [p for n in sizes for p in group(n)]
     width = max(sizes)
-    fn = lambda x, pid: lax.switch(pid, [_padded(p, width) for p in probs], x)
+    fn = jax.jit(lambda x, pid: lax.switch(pid, [_padded(p, width) for p in probs], x))
     pids = np.repeat(np.arange(len(probs)), len(nlp.FACTORS))
     x0 = np.stack([np.pad(nlp.start(p, k), (0, width - len(p.x0)))
                    for p in probs for k in nlp.FACTORS])

@@ -25,12 +25,18 @@ CASES = {
 }
 
 
+def _linearized(solver, rows, cols, n, vals):
+    """The solver's operator for a matrix, linearized in one compiled call (run eagerly, each
+    operation of the plan compiles on its own: ten times the work of these tests)."""
+    fn = linear_fn(rows, cols, n)
+    return jax.jit(lambda v: solver.linearize(fn, jnp.zeros(n, v.dtype), v)[1])(vals)
+
+
 def _setup(case, **options):
     rows, cols, vals, dense = CASES[case]()
     n = dense.shape[0]
     solver = SparseLU(rows, cols, (n, n), **options)
-    _, op = solver.linearize(linear_fn(rows, cols, n), jnp.zeros(n), jnp.asarray(vals))
-    return solver, op, dense
+    return solver, _linearized(solver, rows, cols, n, jnp.asarray(vals)), dense
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -52,9 +58,9 @@ def test_zero_diagonals_of_circuits_are_handled(pivoting):
     assert np.sum(np.diag(dense) == 0) == 4
     n = dense.shape[0]
     solver = SparseLU(rows, cols, (n, n), pivoting=pivoting)
-    _, op = solver.linearize(linear_fn(rows, cols, n), jnp.zeros(n), jnp.asarray(vals))
+    op = _linearized(solver, rows, cols, n, jnp.asarray(vals))
     b = np.arange(n, dtype=float)
-    np.testing.assert_allclose(solver.solve(op, jnp.asarray(b)), np.linalg.solve(dense, b),
+    np.testing.assert_allclose(jax.jit(solver.solve)(op, jnp.asarray(b)), np.linalg.solve(dense, b),
                                rtol=1e-9)
 
 
@@ -89,7 +95,7 @@ def test_nested_vmap():
     n = dense.shape[0]
     s = jnp.asarray([[1.0, 2.0, 3.0], [0.5, 4.0, 8.0]])
     b = jnp.asarray(np.random.default_rng(2).normal(size=n))
-    xs = jax.vmap(jax.vmap(lambda k: solver.solve(SparseOperator(k * op.data), b)))(s)
+    xs = jax.jit(jax.vmap(jax.vmap(lambda k: solver.solve(SparseOperator(k * op.data), b))))(s)
     base = np.linalg.solve(dense, np.asarray(b))
     np.testing.assert_allclose(xs, base[None, None, :] / np.asarray(s)[:, :, None], rtol=1e-9)
 
@@ -103,9 +109,9 @@ def test_superset_pattern_with_explicit_zeros():
     cols2 = np.concatenate([cols, extra_c])
     vals2 = np.concatenate([vals, np.zeros(40)])
     solver = SparseLU(rows2, cols2, (n, n))
-    _, op = solver.linearize(linear_fn(rows2, cols2, n), jnp.zeros(n), jnp.asarray(vals2))
+    op = _linearized(solver, rows2, cols2, n, jnp.asarray(vals2))
     b = rng.normal(size=n)
-    np.testing.assert_allclose(solver.solve(op, jnp.asarray(b)), np.linalg.solve(dense, b),
+    np.testing.assert_allclose(jax.jit(solver.solve)(op, jnp.asarray(b)), np.linalg.solve(dense, b),
                                rtol=1e-9)
 
 
@@ -113,8 +119,8 @@ def _solve_with(dense, b, **options):
     rows, cols = np.nonzero(np.ones_like(dense))
     n = dense.shape[0]
     solver = SparseLU(rows, cols, (n, n), **options)
-    _, op = solver.linearize(linear_fn(rows, cols, n), jnp.zeros(n), jnp.asarray(dense[rows, cols]))
-    return np.asarray(solver.solve(op, jnp.asarray(b)))
+    op = _linearized(solver, rows, cols, n, jnp.asarray(dense[rows, cols]))
+    return np.asarray(jax.jit(solver.solve)(op, jnp.asarray(b)))
 
 
 def test_singular_matrices_give_nan():
@@ -138,7 +144,7 @@ def test_singular_member_of_a_batch_is_flagged_alone():
     solver, op, dense = _setup("mna")
     data = jnp.stack([op.data, 0.0 * op.data, 2.0 * op.data])
     b = jnp.ones(dense.shape[0])
-    xs = np.asarray(jax.vmap(solver.solve, in_axes=(0, None))(SparseOperator(data), b))
+    xs = np.asarray(jax.jit(jax.vmap(solver.solve, in_axes=(0, None)))(SparseOperator(data), b))
     assert np.all(np.isfinite(xs[[0, 2]])) and np.all(np.isnan(xs[1]))
 
 
@@ -199,10 +205,9 @@ def test_float32_solve():
     rows, cols, vals, dense = mna_matrix(20, 2, seed=9)
     n = dense.shape[0]
     solver = SparseLU(rows, cols, (n, n))
-    _, op = solver.linearize(linear_fn(rows, cols, n), jnp.zeros(n, jnp.float32),
-                             jnp.asarray(vals, jnp.float32))
+    op = _linearized(solver, rows, cols, n, jnp.asarray(vals, jnp.float32))
     b = np.ones(n, np.float32)
-    x = solver.solve(op, jnp.asarray(b))
+    x = jax.jit(solver.solve)(op, jnp.asarray(b))
     assert x.dtype == jnp.float32
     np.testing.assert_allclose(x, np.linalg.solve(dense, b), rtol=2e-4)
 
@@ -292,6 +297,68 @@ def test_klu_agrees_with_superlu_on_random_and_singular_matrices():
             elif np.linalg.cond(dense) < 1e8:
                 np.testing.assert_allclose(matrix @ x, b, atol=1e-8 * (1 + np.abs(b).max()))
     assert singular > 10  # the fuzz reached singular matrices
+
+
+def _random_batch(rng, n, members):
+    """Members of one pattern (a diagonal, a cyclic shift and random entries) with
+    diagonally dominant values."""
+    import scipy.sparse as sp
+    shift = sp.csr_matrix((np.ones(n), (np.arange(n), (np.arange(n) + 1) % n)), shape=(n, n))
+    base = sp.random(n, n, density=3.0 / n, random_state=int(rng.integers(1e9))) \
+        + sp.eye(n) + shift
+    rows, cols = base.nonzero()
+    values = rng.uniform(-1.0, 1.0, (members, rows.size))
+    values[:, rows == cols] += rng.uniform(1.0, 3.0, (members, 1))
+    return SparsityPattern(rows, cols, (n, n)), values, rng.normal(size=(members, n))
+
+
+def test_klu_batch_refactors_and_equals_member_by_member_solves(monkeypatch):
+    """A batch shares pivot orders within blocks (refactorizations), falls back to a fresh
+    factorization where the shared pivots give a poor solution, flags a singular member
+    alone, and gives the same bits whatever the number of threads."""
+    from solvers.linear import _host_lu, _klu
+    if not _klu.available():
+        pytest.skip("KLU (the optional klujax package) is not installed")
+    rng = np.random.default_rng(3)
+    pattern, values, b = _random_batch(rng, 40, 19)
+    values[5] = 0.0  # exactly singular member
+    diag = pattern.rows == pattern.cols
+    shift = pattern.cols == (pattern.rows + 1) % 40
+    values[9] = np.where(diag, 1e-14, np.where(shift, 1.0, 1e-3 * values[9]))  # diagonal
+    # pivots are useless for this (well-conditioned) member
+    fresh, factor = [], _klu.KLUFactor
+    monkeypatch.setattr(_klu, "KLUFactor", type("Counted", (factor,), {
+        "__init__": lambda self, *a: (fresh.append(1), factor.__init__(self, *a))[1]}))
+    results = {}
+    for cores in (1, 2):
+        monkeypatch.setattr(_host_lu, "_cores", lambda: cores)
+        for transpose in (False, True):
+            fresh.clear()
+            results[cores, transpose] = _host_lu.klu_batch_solve(pattern, transpose, values, b)
+            # blocks 0-7, 8-15, 16-18 start fresh (3); so do the singular member 5 and the
+            # one after it (2), member 9 (the block's pivots do not suit it) and member 10
+            # (member 9's off-diagonal pivots do not suit it either): 7 of 19
+            assert len(fresh) == 7
+    for transpose in (False, True):
+        np.testing.assert_array_equal(results[1, transpose], results[2, transpose])
+        x = results[1, transpose]
+        assert np.all(np.isnan(x[5])) and np.isfinite(np.delete(x, 5, axis=0)).all()
+        for i in set(range(19)) - {5}:
+            dense = np.zeros((40, 40))
+            dense[pattern.rows, pattern.cols] = values[i]
+            matrix = dense.T if transpose else dense
+            np.testing.assert_allclose(matrix @ x[i], b[i], atol=1e-9)
+
+
+def test_klu_batch_factors_shared_values_once():
+    from solvers.linear import _host_lu, _klu
+    if not _klu.available():
+        pytest.skip("KLU (the optional klujax package) is not installed")
+    rng = np.random.default_rng(4)
+    pattern, values, b = _random_batch(rng, 30, 6)
+    x = _host_lu.klu_batch_solve(pattern, False, values[:1], b)  # one matrix, six vectors
+    for i in range(6):
+        np.testing.assert_array_equal(x[i], _host_lu.klu_solve(pattern, False, values[0], b[i]))
 
 
 def test_klu_option_is_checked_and_explained(monkeypatch):

@@ -12,7 +12,9 @@ preference for diagonal pivots (same fill, same pivots as a fresh ordering).
 from __future__ import annotations
 
 import functools
+import os
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
@@ -177,15 +179,26 @@ def _permutation(csc: sp.csc_matrix, perm: np.ndarray) -> tuple:
 def batch_solve(solve_one, values: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Apply ``solve_one(values_i, b_i)`` over the broadcast batch axes; a non-finite
     solution becomes all NaN (the library's signal for a singular Jacobian)."""
+    values2, b2, batch = _flat_batch(values, b)
+    out = np.empty(b2.shape, np.result_type(values2.dtype, b2.dtype))
+    for i in range(b2.shape[0]):
+        out[i] = _finite_or_nan(solve_one(values2[i % values2.shape[0]], b2[i]))
+    return out.reshape(batch + b2.shape[-1:]).astype(np.asarray(b).dtype)
+
+
+def _flat_batch(values, b) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """``(values (1 or B, nnz), b (B, n), batch shape)``: the batch axes flattened; values
+    shared by every member (broadcast) stay one row."""
     values, b = np.asarray(values), np.asarray(b)
     batch = np.broadcast_shapes(values.shape[:-1], b.shape[:-1])
-    values = np.broadcast_to(values, batch + values.shape[-1:]).reshape(-1, values.shape[-1])
-    b2 = np.broadcast_to(b, batch + b.shape[-1:]).reshape(-1, b.shape[-1])
-    out = np.empty(b2.shape, np.result_type(values.dtype, b.dtype))
-    for i in range(values.shape[0]):
-        x = solve_one(values[i], b2[i])
-        out[i] = x if np.all(np.isfinite(x)) else np.nan
-    return out.reshape(batch + b.shape[-1:]).astype(b.dtype)
+    shared = int(np.prod(values.shape[:-1], dtype=np.int64)) == 1
+    values2 = values.reshape(1, -1) if shared else \
+        np.broadcast_to(values, batch + values.shape[-1:]).reshape(-1, values.shape[-1])
+    return values2, np.broadcast_to(b, batch + b.shape[-1:]).reshape(-1, b.shape[-1]), batch
+
+
+def _finite_or_nan(x: np.ndarray) -> np.ndarray:
+    return x if np.all(np.isfinite(x)) else np.full_like(x, np.nan)
 
 
 def plain_solve(pattern: SparsityPattern, permc_spec: str, thresh: float, transpose: bool,
@@ -214,3 +227,89 @@ def klu_solve(pattern: SparsityPattern, transpose: bool, values: np.ndarray,
         return klu_factor(pattern, values).solve(b, transpose)
     except RuntimeError:  # exactly singular
         return np.full(b.shape[-1], np.nan)
+
+
+def klu_batch_solve(pattern: SparsityPattern, transpose: bool, values: np.ndarray,
+                    b: np.ndarray) -> np.ndarray:
+    """`batch_solve` of `klu_solve`, faster for a batch: members in blocks of ``KLU_BLOCK``,
+    the first of a block factored with pivoting and the others refactored with its pivot
+    order (a refactored solve whose backward error is not small is factored afresh), blocks
+    spread over the cores (KLU runs without the GIL). Which members share pivots depends on
+    the batch only, so results do not depend on the machine or on earlier calls. Shared
+    values (one matrix, many right-hand sides) are factored once."""
+    values2, b2, batch = _flat_batch(values, b)
+    order, indices, indptr = csc_structure(pattern)
+    analysis = _klu.symbolic(pattern, indptr, indices, pattern.shape[0])
+    out = np.empty(b2.shape, np.result_type(values2.dtype, b2.dtype))
+    if values2.shape[0] == 1:
+        _klu_block(analysis, pattern, transpose, values2[:, order], b2, out, refactor=False)
+    else:
+        starts = range(0, b2.shape[0], KLU_BLOCK)
+        blocks = [slice(s, s + KLU_BLOCK) for s in starts]
+        run = lambda k: _klu_block(analysis, pattern, transpose, values2[k][:, order], b2[k],
+                                   out[k], refactor=True)
+        workers = min(len(blocks), _cores())
+        if workers > 1:
+            list(_thread_pool(workers).map(run, blocks))
+        else:
+            for block in blocks:
+                run(block)
+    return out.reshape(batch + b2.shape[-1:]).astype(np.asarray(b).dtype)
+
+
+#: Members of a batch that share one pivot order (see `klu_batch_solve`): on
+#: case_ACTIVSg2000 a refactorization takes 1.3 ms against 3.3 ms for a factorization.
+KLU_BLOCK = 8
+#: A refactored solve is kept when every residual entry is within this many epsilons of
+#: ``(|A| |x| + |b|)_i`` (componentwise backward error); a fresh factorization gets ~1-10.
+REFACTOR_BACKWARD_ERROR = 1e3
+
+
+def _klu_block(analysis, pattern, transpose, data, b, out, refactor: bool) -> None:
+    """Solve one block of members (CSC ``data`` rows, right-hand sides ``b``) into ``out``."""
+    current = None
+    for i in range(b.shape[0]):
+        row, x = data[i % data.shape[0]], None
+        if current is not None and not refactor:
+            x = current.solve(b[i], transpose)
+        elif current is not None and current.refactor(row):
+            x = current.solve(b[i], transpose)
+            if not _small_backward_error(pattern, transpose, row, x, b[i]):
+                x = None
+        if x is None:
+            try:
+                current = _klu.KLUFactor(analysis, row)
+                x = current.solve(b[i], transpose)
+            except RuntimeError:  # exactly singular
+                current, x = None, np.full(b.shape[-1], np.nan)
+        out[i] = _finite_or_nan(x)
+
+
+def _small_backward_error(pattern, transpose, data, x, b) -> bool:
+    """Whether ``|A x - b| <= tol eps (|A| |x| + |b|)`` entrywise (``A^T`` if transposed)."""
+    order, indices, _ = csc_structure(pattern)
+    cols = _csc_columns(pattern)
+    rows_out, cols_in = (cols, indices) if transpose else (indices, cols)
+    n = pattern.shape[0]
+    ax = np.bincount(rows_out, data * x[cols_in], minlength=n)
+    scale = np.bincount(rows_out, np.abs(data * x[cols_in]), minlength=n) + np.abs(b)
+    bound = REFACTOR_BACKWARD_ERROR * np.finfo(np.float64).eps * scale
+    return bool(np.all(np.abs(ax - b) <= bound))
+
+
+@functools.lru_cache(maxsize=32)
+def _csc_columns(pattern: SparsityPattern) -> np.ndarray:
+    """The column of each CSC entry (`csc_structure`'s order)."""
+    return pattern.cols[csc_structure(pattern)[0]].astype(np.int64)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@functools.lru_cache(maxsize=4)
+def _thread_pool(workers: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="simgraph-klu")

@@ -33,7 +33,7 @@ import numpy as np
 from jax import lax
 
 from . import _klu
-from ._host_lu import ORDERINGS, batch_solve, klu_solve, plain_solve
+from ._host_lu import ORDERINGS, batch_solve, klu_batch_solve, plain_solve
 from ._abstract import AbstractLinearSolver, LinearSolution, finite_result
 from ._schur import schur_plan, schur_solve
 from ._sparse_lu import lu_solver
@@ -255,7 +255,9 @@ class SparseHostLU(_AbstractSparseSolver):
     package, see ``solvers.linear._klu``) instead of SuperLU: its own block triangular form
     and minimum-degree ordering, partial pivoting preferring the diagonal (``permc_spec``
     and ``diag_pivot_thresh`` are then unused). On power-grid Jacobians it factors 2-3.5x
-    faster than SuperLU; on 2-D grids (large fill) SuperLU's supernodes win.
+    faster than SuperLU; on 2-D grids (large fill) SuperLU's supernodes win. With KLU a
+    vmapped batch is factored in blocks of members sharing the first one's pivot order
+    (refactorizations, checked by their backward error), the blocks on one thread a core.
     ``solvers.default_method`` picks these options (see ``host_solver``).
     """
 
@@ -298,12 +300,12 @@ class SparseHostLU(_AbstractSparseSolver):
         def solve(data, b):
             out = jax.ShapeDtypeStruct(b.shape, b.dtype)
             if self.factorization == "klu":
-                one = functools.partial(klu_solve, self.pattern, transpose)
+                host = functools.partial(klu_batch_solve, self.pattern, transpose)
             else:
                 one = functools.partial(schur_solve if self.schur else plain_solve,
                                         self.pattern, self.permc_spec, self.diag_pivot_thresh,
                                         transpose)
+                host = functools.partial(batch_solve, one)
             values = self.values(SparseOperator(data))
-            return jax.pure_callback(functools.partial(batch_solve, one), out, values, b,
-                                     vmap_method="expand_dims")
+            return jax.pure_callback(host, out, values, b, vmap_method="expand_dims")
         return with_finite_result(solve)

@@ -72,8 +72,8 @@ def test_flat_solves_take_the_pattern_or_explain_what_is_missing():
     (STATIC_BREAKDOWN, RESULTS.linear_solve_failed), (SINGULAR, RESULTS.singular_jacobian)])
 def test_a_static_pivot_breakdown_is_not_reported_as_singular(matrix, expected):
     solver = SparseLU(FULL, refine=0)
-    _, op = solver.linearize(affine, jnp.zeros(2), jnp.asarray(matrix))
-    linear = solver.solve_with_result(op, B)
+    linear = jax.jit(lambda a: solver.solve_with_result(  # one compile, not one per operation
+        solver.linearize(affine, jnp.zeros(2), a)[1], B))(jnp.asarray(matrix))
     assert int(linear.result) == expected and not np.isfinite(linear.value).any()
     newton = solvers.Newton(linear_solver=SparseLU(refine=0))
     sol = solvers.solve_flat(affine, jnp.zeros(2), jnp.asarray(matrix), solver=newton,
@@ -89,7 +89,7 @@ def test_result_codes_survive_vmap_and_the_fine_case_succeeds():
         _, op = solver.linearize(affine, jnp.zeros(2), a)
         return solver.solve_with_result(op, B)
 
-    linear = jax.vmap(one)(mats)
+    linear = jax.jit(jax.vmap(one))(mats)
     assert linear.result.tolist() == [RESULTS.linear_solve_failed, RESULTS.singular_jacobian,
                                       RESULTS.successful]
     np.testing.assert_allclose(linear.value[2], B)

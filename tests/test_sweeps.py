@@ -156,3 +156,35 @@ def test_sweep_options_inside_a_transform_are_refused(tmp_path):
     with pytest.raises(ValueError, match="outside jit"):
         jax.jit(swept)(jnp.asarray(VALUES))
     assert not any(tmp_path.iterdir())
+
+
+class Bowl(sg.ReffableTreeNode):
+    """x^2 + c = 0: no root for c > 0, where Newton fails and Default's fallbacks run."""
+
+    c: float
+    x: float = sg.unknown(default=1.0)
+
+    def residual(self):
+        return self.x ** 2 + self.c
+
+
+def test_chunks_are_solved_without_a_collective_unless_a_meter_counts(tmp_path, monkeypatch):
+    """Each process solves its chunks on its own devices: without a progress meter no chunk
+    (Default's fallback stages for failing members included) waits for another process."""
+    from solvers.batch import _sweep, _sweep_step
+
+    calls, stages = [], []
+    real, solve = _sweep.all_counts, _sweep_step.ChunkSolver._solve
+    monkeypatch.setattr(_sweep, "all_counts", lambda value: (calls.append(value), real(value))[1])
+    monkeypatch.setattr(_sweep_step.ChunkSolver, "_solve", lambda self, method, *a: (
+        stages.append(type(method).__name__), solve(self, method, *a))[1])
+    values = {"c": np.asarray([-4.0, 2.0, -9.0, -1.0, 3.0, -16.0, -2.0])}
+    plain = solvers.solve_batch(Bowl(jnp.asarray(0.0)), values, chunk_size=3)
+    quiet = solvers.solve_batch(Bowl(jnp.asarray(0.0)), values, chunk_size=3, progress=False,
+                                results_dir=tmp_path / "quiet")
+    same(quiet, plain)
+    assert list(np.asarray(quiet.converged)) == [True, False, True, True, False, True, True]
+    assert calls == [] and stages.count("Newton") == 3 and len(stages) == 5  # two fallbacks
+    solvers.solve_batch(Bowl(jnp.asarray(0.0)), values, chunk_size=3, progress=Meter(),
+                        results_dir=tmp_path / "counted")
+    assert len(calls) == 1 + 1 + 3  # the step count, the count before the steps, one a chunk

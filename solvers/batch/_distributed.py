@@ -2,10 +2,12 @@
 batch mesh, and batches built from and read back to process-local rows.
 
 JAX's multi-controller runtime runs one process per host; every process runs the same
-program and the devices of all of them form one mesh. A sweep splits its batch over that
-mesh; each process builds the input rows of its own members only
+program and the devices of all of them form one mesh. A sweep splits its batch over the
+processes; each solves its own members on a mesh of its own devices (no process waits for
+another between chunks) from input rows it builds itself
 (``jax.make_array_from_process_local_data``: a global ``device_put`` would compare every
-process's values, and NaN != NaN makes it refuse sweeps with NaN parameters).
+process's values, and NaN != NaN makes it refuse sweeps with NaN parameters); the results
+meet in one all-gather (`gather_rows`).
 """
 
 from __future__ import annotations
@@ -83,10 +85,12 @@ def _check_address(address: str) -> None:
                          f"host and a free port), e.g. 10.0.0.1:4321; see {ENV_COORDINATOR}.")
 
 
-def batch_mesh() -> Mesh:
-    """A 1-D mesh over every device of every process, process by process: the rows of
-    process p's devices are one contiguous block of a global batch."""
-    devices = sorted(jax.devices(), key=lambda d: (d.process_index, d.id))
+def batch_mesh(local: bool = False) -> Mesh:
+    """A 1-D mesh over every device of every process, process by process (the rows of
+    process p's devices are one contiguous block of a global batch), or with ``local`` over
+    this process's devices only (a computation no other process takes part in)."""
+    devices = jax.local_devices() if local else jax.devices()
+    devices = sorted(devices, key=lambda d: (d.process_index, d.id))
     return Mesh(np.asarray(devices), ("batch",))
 
 
@@ -98,7 +102,7 @@ def spec(axis: Optional[int]) -> PartitionSpec:
 def from_local(mesh: Mesh, leaves: Sequence[Any], axes: Sequence[Optional[int]]) -> list:
     """Global arrays from this process's rows (batched leaves) or whole values (the rest):
     no cross-process comparison of values, so NaN parameters pass through."""
-    processes = jax.process_count()
+    processes = len({d.process_index for d in mesh.devices.flat})
     out = []
     for leaf, axis in zip(leaves, axes):
         leaf = np.asarray(leaf)
@@ -131,10 +135,17 @@ def gather_rows(tree: Any, counts: Sequence[int]) -> Any:
         return tree
     longest = max(counts)
 
-    def gather(a):
+    def pad(a):
         a = np.asarray(a)
-        padded = np.concatenate([a, np.zeros((longest - a.shape[0],) + a.shape[1:], a.dtype)])
-        every = np.asarray(multihost_utils.process_allgather(padded, tiled=True))
+        if a.shape[0] == longest:
+            return a
+        return np.concatenate([a, np.zeros((longest - a.shape[0],) + a.shape[1:], a.dtype)])
+
+    def trim(every):
+        every = np.asarray(every)
+        if all(n == longest for n in counts):
+            return every
         return np.concatenate([every[p * longest: p * longest + n] for p, n in enumerate(counts)])
 
-    return jax.tree_util.tree_map(gather, tree)
+    every = multihost_utils.process_allgather(jax.tree_util.tree_map(pad, tree), tiled=True)
+    return jax.tree_util.tree_map(trim, every)  # one collective for the whole tree

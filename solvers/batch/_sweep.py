@@ -2,11 +2,11 @@
 optionally resumable from a results directory, with one global progress count.
 
 Chunk k holds members ``k * chunk`` up to the next chunk's start; process p owns a
-contiguous run of chunks (so its members are one range, `process_members`). In each step
-every process solves one of its chunks: the step's inputs are global arrays built from each
-process's own rows and split over the global mesh, and each device solves its rows as one
-process alone would (`ChunkSolver`). A finished chunk is written at once, so a killed
-sweep loses at most the chunk each process was solving.
+contiguous run of chunks (so its members are one range, `process_members`). Each process
+solves its own chunks on its own devices (`ChunkSolver`), without waiting for the others;
+the processes meet to count progress (when a meter shows it) and to gather the results. A
+finished chunk is written at once, so a killed sweep loses at most the chunk each process
+was solving.
 """
 
 from __future__ import annotations
@@ -110,12 +110,12 @@ def sweep_flat(problem: Any, method: Any, x0: Any, params: Any, params_axes: Any
     # progress=False: no meter, and no collective per step to count finished members
     meter = None if progress is False else _Meter(progress, size)
     _count(meter, plan, results)
-    for step in range(int(all_counts(len(pending)).max())):
-        k = pending[step] if step < len(pending) else None
-        members = np.arange(*plan.bounds(0 if k is None else k))
-        out = solver(members)
-        if k is not None:
-            results[k] = out
+    steps = len(pending) if meter is None else int(all_counts(len(pending)).max())
+    for step in range(steps):  # with a meter, a step per chunk of the busiest process
+        if step < len(pending):
+            k = pending[step]
+            members = np.arange(*plan.bounds(k))
+            results[k] = out = solver(members)
             if store is not None:
                 store.save(*plan.bounds(k), {**out, **solver.inputs(members)})
         _count(meter, plan, results)

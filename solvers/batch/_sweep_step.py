@@ -1,11 +1,10 @@
-"""One step of a sweep: every process solves one chunk of its own members.
+"""One step of a sweep: a process solves one chunk of its own members.
 
-The step's inputs are global arrays built from each process's own rows and split over the
-global mesh; each device solves its rows as one process alone would (``shard_map`` of the
-blocked ``vmap`` of `solve_flat_batch`: no communication inside a solve). ``Default`` runs
-as `run_staged` runs it: Newton alone, then the fallback stages only for the members that
-need them, padded to one size agreed by all processes (each step's programs must be the
-same on every process).
+The step runs on this process's devices alone (a mesh of its local devices; each device
+solves its rows as `solve_flat_batch` would: ``shard_map`` of the blocked ``vmap``, no
+communication inside a solve), so processes never wait for each other between chunks.
+``Default`` runs as `run_staged` runs it: Newton alone, then the fallback stages only for
+the members that need them, padded to a power of two (few shapes to compile).
 """
 
 from __future__ import annotations
@@ -17,14 +16,14 @@ import jax
 import numpy as np
 
 from ._batch import _solve_batched, block_size, fit_blocks
-from ._distributed import all_counts, batch_mesh, from_local, spec, to_local
+from ._distributed import batch_mesh, from_local, spec, to_local
 from ..roots._polyalgorithm import Default, merge
 from ..roots._staging import needs_fallback
 from ..roots._solution import ARRAYS as FIELDS, FlatSolution
 
 
 class ChunkSolver:
-    """Solves members of this process (one chunk per step) together with every process."""
+    """Solves members of this process (one chunk per step) on its own devices."""
 
     def __init__(self, problem, method, x0, params, axes: tuple):
         leaves, self.treedef = jax.tree_util.tree_flatten(params)
@@ -35,7 +34,7 @@ class ChunkSolver:
                         if axis is not None]
         self.names = ["start"] * (x0_axis is not None) + [
             f"param_{i}" for i in range(len(self.batched) - (x0_axis is not None))]
-        self.mesh = batch_mesh()
+        self.mesh = batch_mesh(local=True)
         self.block = block_size(problem, method, x0, params, axes)
         fixed = [leaf for leaf, axis in zip(self.leaves, self.leaf_axes) if axis is None]
         self.fixed = from_local(self.mesh, fixed, [None] * len(fixed))
@@ -53,11 +52,10 @@ class ChunkSolver:
         first, rest = self.stages
         sol = self._solve(first, members, len(members))
         retry = np.flatnonzero(needs_fallback(FlatSolution(**sol)))
-        most = int(all_counts(len(retry)).max())
-        if most == 0:
+        if len(retry) == 0:
             return sol
-        size = 1 << int(most - 1).bit_length()  # few distinct shapes to compile
-        new = self._solve(rest, members[retry] if len(retry) else members[:1], size)
+        size = 1 << int(len(retry) - 1).bit_length()  # few distinct shapes to compile
+        new = self._solve(rest, members[retry], size)
         new = FlatSolution(**{f: v[: len(retry)] for f, v in new.items()})
         old = FlatSolution(**{f: v[retry] for f, v in sol.items()})
         merged = jax.vmap(merge)(old, new, np.ones(len(retry), bool))

@@ -3,6 +3,7 @@ resumable sweeps: results equal the single-process run member for member."""
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -115,7 +116,10 @@ def test_two_processes_resume_a_killed_sweep_and_equal_one_process(tmp_path, ref
     n_chunks = -(-len(references["circuit"]["result"]) // CHUNK)
     assert 0 < len(list(results.glob("chunk-*.npz"))) < n_chunks
     logs = _finish(_launch(2, "all", tmp_path, compile_cache, results), tmp_path)
-    assert "skipped 2 finished chunk(s)" in logs[0] and "skipped 2 finished chunk(s)" in logs[1]
+    # process 0 paused after its second chunk; process 1, which waits for nobody between
+    # chunks, may have saved its third before the kill
+    assert "skipped 2 finished chunk(s)" in logs[0]
+    assert re.search(r"skipped [23] finished chunk\(s\)", logs[1]), logs[1][-2000:]
     assert len(list(results.glob("chunk-*.npz"))) == n_chunks
     for name, ref in references.items():
         assert (ref["result"] != 0).any() and (ref["result"] == 0).any()

@@ -188,3 +188,16 @@ def test_chunks_are_solved_without_a_collective_unless_a_meter_counts(tmp_path, 
                                   results_dir=tmp_path / "counted")
     same(counted, quiet)
     assert len(calls) == 1 + 1 + 2  # the step count, the count before the steps, one a chunk
+
+
+def test_a_short_last_chunk_compiles_no_program_of_its_own(tmp_path, caplog):
+    """Every chunk of a sweep is padded to the chunk size, as in one process: the short last
+    chunk runs on the program the full chunks compiled."""
+    import jax
+
+    jax.clear_caches()
+    with jax.log_compiles(), caplog.at_level(logging.WARNING):
+        short = sweep(tmp_path, values=np.linspace(2.0, 9.0, 7))  # chunks 3, 3, 1
+    solves = [m for m in caplog.messages if m.startswith("Compiling jit(_solve_batched)")]
+    assert len(solves) == 1, solves
+    np.testing.assert_allclose(short.system[0].x, np.cbrt(np.linspace(2.0, 9.0, 7)), rtol=1e-10)

@@ -104,7 +104,7 @@ def sweep_flat(problem: Any, method: Any, x0: Any, params: Any, params_axes: Any
     plan, pid = _plan(size, chunk_size), jax.process_index()
     store = None if results_dir is None else SweepStore(
         results_dir, size, plan.chunk, fingerprint, about).open()
-    solver = ChunkSolver(problem, method, x0, params, axes)
+    solver = ChunkSolver(problem, method, x0, params, axes, chunk=plan.chunk)
     results = _finished(store, plan, plan.owned(pid))
     pending = [k for k in plan.owned(pid) if k not in results]
     # progress=False: no meter, and no collective per step to count finished members

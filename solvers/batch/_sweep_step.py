@@ -25,7 +25,7 @@ from ..roots._solution import ARRAYS as FIELDS, FlatSolution
 class ChunkSolver:
     """Solves members of this process (one chunk per step) on its own devices."""
 
-    def __init__(self, problem, method, x0, params, axes: tuple):
+    def __init__(self, problem, method, x0, params, axes: tuple, chunk: int = 1):
         leaves, self.treedef = jax.tree_util.tree_flatten(params)
         x0_axis = 0 if x0.ndim == 2 else None
         self.problem, self.method, self.x0_axis, self.axes = problem, method, x0_axis, axes
@@ -39,6 +39,7 @@ class ChunkSolver:
         fixed = [leaf for leaf, axis in zip(self.leaves, self.leaf_axes) if axis is None]
         self.fixed = from_local(self.mesh, fixed, [None] * len(fixed))
         self.stages = _stages(problem, method, self._member(0))
+        self.chunk = chunk  # every chunk is padded to this size: one compilation for all
 
     def inputs(self, members: np.ndarray) -> dict[str, np.ndarray]:
         """The members' batched inputs for the results file: ``start`` (if batched) and
@@ -47,10 +48,11 @@ class ChunkSolver:
 
     def __call__(self, members: np.ndarray) -> dict[str, np.ndarray]:
         """Solve ``members`` (indices into the batch; may differ in length per process)."""
+        size = max(len(members), self.chunk)
         if self.stages is None:
-            return self._solve(self.method, members, len(members))
+            return self._solve(self.method, members, size)
         first, rest = self.stages
-        sol = self._solve(first, members, len(members))
+        sol = self._solve(first, members, size)
         retry = np.flatnonzero(needs_fallback(FlatSolution(**sol)))
         if len(retry) == 0:
             return sol

@@ -272,7 +272,7 @@ def test_klu_agrees_with_superlu_on_random_and_singular_matrices():
     (never a crash or a garbage answer) for an exactly singular matrix."""
     import scipy.sparse as sp
     from solvers.linear import _klu
-    from solvers.linear._host_lu import klu_solve
+    from solvers.linear._host_lu import klu_batch_solve
     if not _klu.available():
         pytest.skip("KLU (the optional klujax package) is not installed")
     rng = np.random.default_rng(5)
@@ -289,7 +289,7 @@ def test_klu_agrees_with_superlu_on_random_and_singular_matrices():
         values = dense[pattern.rows, pattern.cols]
         b = rng.normal(size=n)
         for transpose in (False, True):
-            x = klu_solve(pattern, transpose, values, b)
+            x = klu_batch_solve(pattern, transpose, values, b)  # one member
             matrix = dense.T if transpose else dense
             if np.linalg.matrix_rank(dense) < n:
                 singular += 1
@@ -336,9 +336,9 @@ def test_klu_batch_refactors_and_equals_member_by_member_solves(monkeypatch):
             fresh.clear()
             results[cores, transpose] = _host_lu.klu_batch_solve(pattern, transpose, values, b)
             # blocks 0-7, 8-15, 16-18 start fresh (3); so do the singular member 5 and the
-            # one after it (2), member 9 (the block's pivots do not suit it) and member 10
-            # (member 9's off-diagonal pivots do not suit it either): 7 of 19
-            assert len(fresh) == 7
+            # one after it (2) and member 9 (the block's diagonal pivots do not suit it, and
+            # refinement cannot mend a growth of 1e14): 6 of 19
+            assert len(fresh) == 6
     for transpose in (False, True):
         np.testing.assert_array_equal(results[1, transpose], results[2, transpose])
         x = results[1, transpose]
@@ -358,7 +358,8 @@ def test_klu_batch_factors_shared_values_once():
     pattern, values, b = _random_batch(rng, 30, 6)
     x = _host_lu.klu_batch_solve(pattern, False, values[:1], b)  # one matrix, six vectors
     for i in range(6):
-        np.testing.assert_array_equal(x[i], _host_lu.klu_solve(pattern, False, values[0], b[i]))
+        one = _host_lu.klu_batch_solve(pattern, False, values[0], b[i])
+        np.testing.assert_array_equal(x[i], one)
 
 
 def test_klu_option_is_checked_and_explained(monkeypatch):

@@ -220,20 +220,11 @@ def klu_factor(pattern: SparsityPattern, values: np.ndarray) -> "_klu.KLUFactor"
     return _klu.KLUFactor(analysis, values[order])
 
 
-def klu_solve(pattern: SparsityPattern, transpose: bool, values: np.ndarray,
-              b: np.ndarray) -> np.ndarray:
-    """`plain_solve` with KLU (`klu_factor`)."""
-    try:
-        return klu_factor(pattern, values).solve(b, transpose)
-    except RuntimeError:  # exactly singular
-        return np.full(b.shape[-1], np.nan)
-
-
 def klu_batch_solve(pattern: SparsityPattern, transpose: bool, values: np.ndarray,
                     b: np.ndarray) -> np.ndarray:
-    """`batch_solve` of `klu_solve`, faster for a batch: members in blocks of ``KLU_BLOCK``,
-    the first of a block factored with pivoting and the others refactored with its pivot
-    order (a refactored solve whose backward error is not small is factored afresh), blocks
+    """`batch_solve` with KLU (NaN for an exactly singular member): members in blocks of
+    ``KLU_BLOCK``, the first of a block factored with pivoting and the others refactored
+    with its pivot order (one that `refined_solve` rejects is factored afresh), blocks
     spread over the cores (KLU runs without the GIL). Which members share pivots depends on
     the batch only, so results do not depend on the machine or on earlier calls. Shared
     values (one matrix, many right-hand sides) are factored once."""
@@ -260,22 +251,42 @@ def klu_batch_solve(pattern: SparsityPattern, transpose: bool, values: np.ndarra
 #: Members of a batch that share one pivot order (see `klu_batch_solve`): on
 #: case_ACTIVSg2000 a refactorization takes 1.3 ms against 3.3 ms for a factorization.
 KLU_BLOCK = 8
-#: A refactored solve is kept when every residual entry is within this many epsilons of
-#: ``(|A| |x| + |b|)_i`` (componentwise backward error); a fresh factorization gets ~1-10.
-REFACTOR_BACKWARD_ERROR = 1e3
+#: Iterative refinement stops below this backward error (a few ulps) ...
+REFINE_TARGET = 4 * np.finfo(np.float64).eps
+#: ... and a solve whose backward error stays above this is rejected (the caller factors
+#: afresh: a pivoting LU meets it on any matrix it can factor).
+ACCEPT_BACKWARD_ERROR = 1e3 * np.finfo(np.float64).eps
+REFINE_STEPS = 2
+
+
+def refined_solve(solve, matrix, b: np.ndarray, norm=None) -> "np.ndarray | None":
+    """``solve(b)`` with up to `REFINE_STEPS` steps of iterative refinement on ``matrix`` (a
+    SciPy sparse matrix; ``norm``: its infinity norm, if known); None if its normwise
+    backward error stays above `ACCEPT_BACKWARD_ERROR` (a factorization that does not suit
+    ``matrix``)."""
+    norm = float(abs(matrix).sum(axis=1).max()) if norm is None else norm
+    x = solve(b)
+    for step in range(REFINE_STEPS + 1):
+        r = b - matrix @ x
+        scale = norm * np.max(np.abs(x), initial=0.0) + np.max(np.abs(b), initial=0.0)
+        berr = np.max(np.abs(r), initial=0.0) / scale if scale > 0 else 0.0
+        if not np.isfinite(berr) or berr <= REFINE_TARGET or step == REFINE_STEPS:
+            break
+        x = x + solve(r)
+    return x if np.isfinite(berr) and berr <= ACCEPT_BACKWARD_ERROR else None
 
 
 def _klu_block(analysis, pattern, transpose, data, b, out, refactor: bool) -> None:
     """Solve one block of members (CSC ``data`` rows, right-hand sides ``b``) into ``out``."""
+    _, indices, indptr = csc_structure(pattern)  # int32, as KLU and SciPy take them
     current = None
     for i in range(b.shape[0]):
         row, x = data[i % data.shape[0]], None
         if current is not None and not refactor:
             x = current.solve(b[i], transpose)
         elif current is not None and current.refactor(row):
-            x = current.solve(b[i], transpose)
-            if not _small_backward_error(pattern, transpose, row, x, b[i]):
-                x = None
+            matrix, norm = _csc(row, indices, indptr, pattern.shape, transpose)
+            x = refined_solve(lambda r, f=current: f.solve(r, transpose), matrix, b[i], norm)
         if x is None:
             try:
                 current = _klu.KLUFactor(analysis, row)
@@ -285,22 +296,15 @@ def _klu_block(analysis, pattern, transpose, data, b, out, refactor: bool) -> No
         out[i] = _finite_or_nan(x)
 
 
-def _small_backward_error(pattern, transpose, data, x, b) -> bool:
-    """Whether ``|A x - b| <= tol eps (|A| |x| + |b|)`` entrywise (``A^T`` if transposed)."""
-    order, indices, _ = csc_structure(pattern)
-    cols = _csc_columns(pattern)
-    rows_out, cols_in = (cols, indices) if transpose else (indices, cols)
-    n = pattern.shape[0]
-    ax = np.bincount(rows_out, data * x[cols_in], minlength=n)
-    scale = np.bincount(rows_out, np.abs(data * x[cols_in]), minlength=n) + np.abs(b)
-    bound = REFACTOR_BACKWARD_ERROR * np.finfo(np.float64).eps * scale
-    return bool(np.all(np.abs(ax - b) <= bound))
-
-
-@functools.lru_cache(maxsize=32)
-def _csc_columns(pattern: SparsityPattern) -> np.ndarray:
-    """The column of each CSC entry (`csc_structure`'s order)."""
-    return pattern.cols[csc_structure(pattern)[0]].astype(np.int64)
+def _csc(data, indices, indptr, shape, transpose: bool) -> tuple:
+    """``(A or A^T, its infinity norm)`` of CSC data."""
+    a = sp.csc_matrix((data, indices, indptr), shape=shape)
+    magnitude = np.abs(data)
+    if transpose:  # row sums of A^T: column sums of A
+        sums = np.diff(np.concatenate([[0.0], np.cumsum(magnitude)])[indptr])
+    else:
+        sums = np.bincount(indices, magnitude, minlength=shape[0])
+    return (a.T if transpose else a), float(sums.max(initial=0.0))
 
 
 def _cores() -> int:

@@ -28,16 +28,9 @@ from typing import NamedTuple, Optional
 import numpy as np
 import scipy.sparse as sp
 
-from ._host_lu import csc_structure, factor, plain_solve, symmetric_with_diagonal
+from ._host_lu import (csc_structure, factor, plain_solve, refined_solve,
+                       symmetric_with_diagonal)
 from ._sparsity import SparsityPattern
-
-#: Iterative refinement stops below this backward error (a few ulps) ...
-_TARGET = 4 * np.finfo(np.float64).eps
-#: ... and a solve whose backward error stays above this falls back to the full LU (which
-#: a pivoting LU meets on any matrix it can factor): small pivots in D amplify round-off.
-_ACCEPT = 1e3 * np.finfo(np.float64).eps
-_REFINE_STEPS = 2
-
 
 class _Block(NamedTuple):
     """A CSR sub-block: data are ``values[index]``."""
@@ -190,15 +183,13 @@ def schur_solve(pattern: SparsityPattern, permc_spec: str, thresh: float, transp
 
 
 def _refined(plan, pattern, values, d, lu, transpose, b) -> Optional[np.ndarray]:
-    """The block solve with up to `_REFINE_STEPS` steps of iterative refinement on ``J``;
-    None if its backward error stays above `_ACCEPT`."""
+    """The block solve refined on ``J`` (`refined_solve`); None if it stays inaccurate."""
     order, indices, indptr = csc_structure(pattern)
     j = sp.csc_matrix((values[order], indices, indptr), shape=pattern.shape)
     j = j.T if transpose else j
     bm, cm = plan.b.matrix(values), plan.c.matrix(values)
     if transpose:  # J^T = [[D, C^T], [B^T, E^T]]: the same elimination, S^T
         bm, cm = cm.T, bm.T
-    norm_j = float(abs(j).sum(axis=1).max())
 
     def block_solve(r):
         r_d, r_r = r[plan.drop], r[plan.keep]
@@ -207,12 +198,4 @@ def _refined(plan, pattern, values, d, lu, transpose, b) -> Optional[np.ndarray]
         x[plan.keep], x[plan.drop] = y, (r_d - bm @ y) / d
         return x
 
-    x = block_solve(b)
-    for step in range(_REFINE_STEPS + 1):
-        r = b - j @ x
-        scale = norm_j * np.max(np.abs(x), initial=0.0) + np.max(np.abs(b), initial=0.0)
-        berr = np.max(np.abs(r), initial=0.0) / scale if scale > 0 else 0.0
-        if not np.isfinite(berr) or berr <= _TARGET or step == _REFINE_STEPS:
-            break
-        x = x + block_solve(r)
-    return x if np.isfinite(berr) and berr <= _ACCEPT else None
+    return refined_solve(block_solve, j, b)

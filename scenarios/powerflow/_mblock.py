@@ -21,7 +21,8 @@ _ROW_BREAKS = str.maketrans(";,", "\n ")
 
 
 class Block:
-    """Rows read in bulk: ``data`` (rows x columns) and ``lines``, the line of each row."""
+    """Rows: ``data`` (rows x columns; a list of rows where their lengths differ) and
+    ``lines``, the 1-based line of each row."""
 
     def __init__(self, data: np.ndarray, lines: np.ndarray):
         self.data, self.lines = data, lines

@@ -155,6 +155,10 @@ def test_command_line_entry_solves_the_shipped_example() -> None:
     assert report.converged and report.scenario == "powerflow"
     ref = reference("case9")
     assert max(abs(v - r) for v, r in zip(report.json["vm"].values(), ref["Vm"])) <= 1e-8
+    rows, buses = report.rows, report.json
+    assert len(rows) == 10 and rows[0][0] == "start" and rows[-1] == rows[9]
+    assert rows[1:3] == [(f"bus {b}", f"{buses['vm'][b]:.6f} / {buses['va_deg'][b]:.4f}",
+                          "Vm p.u. / Va deg") for b in ("1", "2")]
 
 
 def shifter_chain(va_deg=(0, -90, -180), vm5: float = 1.0) -> str:

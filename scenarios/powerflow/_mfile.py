@@ -4,6 +4,8 @@ Understood: ``function mpc = name``, ``mpc.X = number;``, ``mpc.X = 'text';``, `
 (rows split by ``;`` or newlines, values by blanks or commas), ``mpc.X = { ... };`` (skipped),
 ``%``/``#`` comments, ``...`` continuations, ``end``/``return``. Any other statement (e.g.
 ``mpc.bus(:, 3) = 0;``) is refused, so data is never silently different from what MATLAB reads.
+The plain lines inside a matrix (numbers only) are read in bulk (:mod:`._mblock`); a line with
+a comment, string or ``...``, or a bad value, is read on its own, which names file and line.
 """
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from ._cli_domains import SCENARIOS, ScenarioUnavailable
 from ._cli_report import Report, SweepSpec
+from ._json_text import json_text
 from ._tables import pandas, write_csv
 
 __all__ = ["main", "parse_sweep"]
@@ -127,8 +128,7 @@ def write_plot(report: Report, path: str | os.PathLike) -> bool:
 
 def _write_json(report: Report, path: str | os.PathLike) -> None:
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(report.json, f, indent=2, allow_nan=True)
-        f.write("\n")
+        f.write(json_text(report.json) + "\n")
 
 
 def cmd_list() -> int:

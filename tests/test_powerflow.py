@@ -120,6 +120,25 @@ def test_island_without_slack_is_named_before_newton() -> None:
         build_powerflow(dataclasses.replace(case, buses=tuple(no_slack)))
 
 
+def test_islands_on_arrays_match_the_generic_search() -> None:
+    """The power-flow island search (connected components on bus positions) names the same
+    islands, in the same order, as ``islands_without_reference``."""
+    from scenarios._islands import islands_without_reference
+    from scenarios.powerflow._build import _islands_without_slack
+    case = read_case_json(DATA / "case30.json")
+    rng = np.random.default_rng(7)
+    ids = [b.id for b in case.buses]
+    for _ in range(40):
+        keep = tuple(br for br in case.branches if rng.random() < 0.6)
+        slack = set(rng.choice(ids, size=2).tolist())
+        buses = tuple(dataclasses.replace(b, type="slack" if b.id in slack else "PQ")
+                      for b in case.buses)
+        cut = dataclasses.replace(case, buses=buses, branches=keep)
+        expected = islands_without_reference(ids, [(br.from_bus, br.to_bus) for br in keep],
+                                             slack)
+        assert _islands_without_slack(cut, ids) == expected
+
+
 def test_singular_dc_power_flow_gives_no_dc_start() -> None:
     """Bus 8 hangs on zero-reactance branches only: B' is exactly singular and the DC start
     is refused (factored by `solvers.superlu`, whose memory safety test_sparse_lu.py fuzzes)."""
@@ -136,6 +155,10 @@ def test_command_line_entry_solves_the_shipped_example() -> None:
     assert report.converged and report.scenario == "powerflow"
     ref = reference("case9")
     assert max(abs(v - r) for v, r in zip(report.json["vm"].values(), ref["Vm"])) <= 1e-8
+    rows, buses = report.rows, report.json
+    assert len(rows) == 10 and rows[0][0] == "start" and rows[-1] == rows[9]
+    assert rows[1:3] == [(f"bus {b}", f"{buses['vm'][b]:.6f} / {buses['va_deg'][b]:.4f}",
+                          "Vm p.u. / Va deg") for b in ("1", "2")]
 
 
 def shifter_chain(va_deg=(0, -90, -180), vm5: float = 1.0) -> str:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import math
 
-from .._islands import IslandError, islands_without_reference, shown
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from .._islands import IslandError, shown
 from ._case import PowerCase
 from ._elements import (Branch, Generator, Load, Loading, PowerGraph, PQBus, PVBus, Shunt,
                         SlackBus)
@@ -65,9 +69,7 @@ def check_islands(case: PowerCase) -> None:
     if not any(b.type == "slack" for b in case.buses):
         raise IslandError(f"case {case.name!r} has no slack (reference, type 3) bus, so no bus "
                           "angle is fixed. Make one generator bus the slack.", tuple(ids))
-    islands = islands_without_reference(
-        ids, [(br.from_bus, br.to_bus) for br in case.branches],
-        [b.id for b in case.buses if b.type == "slack"])
+    islands = _islands_without_slack(case, ids)
     if islands:
         names = [n for island in islands for n in island]
         raise IslandError(
@@ -75,3 +77,20 @@ def check_islands(case: PowerCase) -> None:
             f"through in-service branches ({len(islands)} island(s)), so their voltage angles "
             "are undefined. Put a branch that joins them in service, or make one generator bus "
             "of each island a slack bus.", tuple(names))
+
+
+def _islands_without_slack(case: PowerCase, ids: list) -> list[list]:
+    """Bus numbers of each connected component without a slack bus (as
+    ``islands_without_reference``: buses in case order, islands by their first bus)."""
+    position = {bus_id: k for k, bus_id in enumerate(ids)}
+    ends = np.asarray([(position[br.from_bus], position[br.to_bus]) for br in case.branches],
+                      dtype=np.int64).reshape(-1, 2)
+    graph = sp.coo_matrix((np.ones(len(ends)), (ends[:, 0], ends[:, 1])),
+                          shape=(len(ids), len(ids)))
+    count, label = connected_components(graph, directed=False)
+    anchored = np.zeros(count, dtype=bool)
+    anchored[label[[k for k, b in enumerate(case.buses) if b.type == "slack"]]] = True
+    islands: dict = {}
+    for k in np.flatnonzero(~anchored[label]).tolist():
+        islands.setdefault(label[k], []).append(ids[k])
+    return list(islands.values())

@@ -4,6 +4,8 @@ Understood: ``function mpc = name``, ``mpc.X = number;``, ``mpc.X = 'text';``, `
 (rows split by ``;`` or newlines, values by blanks or commas), ``mpc.X = { ... };`` (skipped),
 ``%``/``#`` comments, ``...`` continuations, ``end``/``return``. Any other statement (e.g.
 ``mpc.bus(:, 3) = 0;``) is refused, so data is never silently different from what MATLAB reads.
+The plain lines inside a matrix (numbers only) are read in bulk (:mod:`._mblock`); a line with
+a comment, string or ``...``, or a bad value, is read on its own, which names file and line.
 """
 from __future__ import annotations
 
@@ -11,13 +13,17 @@ import math
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .._errors import FormatError
+from ._mblock import NUMBER as _NUMBER, Block, read_block
 
 __all__ = ["Matrix", "MFile", "parse_mfile"]
 
-_NUMBER = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eEdD][+-]?\d+)?|[Ii]nf|NaN|nan)")
 _ASSIGN = re.compile(r"mpc\s*\.\s*(\w+)\s*=\s*(.*)", re.S)
 _FUNCTION = re.compile(r"function\s+(?:\w+\s*=\s*)?(\w+)")
+#: Lines read in bulk at a time (a line the bulk reader refuses sends its chunk line by line).
+_CHUNK = 4096
 #: A run of numbers separated by blanks (commas already replaced): checked once per segment.
 _NUMBERS = re.compile(rf"\s*(?:{_NUMBER.pattern}(?:\s+{_NUMBER.pattern})*)?\s*")
 _EXPONENT_D = str.maketrans("dD", "ee")
@@ -25,11 +31,53 @@ _EXPONENT_D = str.maketrans("dD", "ee")
 
 @dataclass
 class Matrix:
-    """A numeric matrix: rows of floats with the 1-based line where each row starts."""
+    """A numeric matrix opened on ``line``: ``lengths`` and ``lines`` (1-based, where it
+    starts) of each row; ``data`` (rows x columns) when all rows have the same length, else
+    None."""
 
     name: str
     line: int
-    rows: list[tuple[int, list[float]]] = field(default_factory=list)
+    lengths: np.ndarray
+    lines: np.ndarray
+    data: np.ndarray | None
+
+
+class _Rows:
+    """The rows of a matrix being read: blocks read in bulk, rows read one by one."""
+
+    def __init__(self, name: str, line: int) -> None:
+        self.name, self.line = name, line
+        self.blocks: list[Block] = []
+        self.rows: list[tuple[int, list[float]]] = []
+
+    def add_block(self, block: Block) -> None:
+        if len(block.lines):
+            self._flush()
+            self.blocks.append(block)
+
+    def _flush(self) -> None:
+        if self.rows:
+            lines = np.asarray([line for line, _ in self.rows], dtype=np.int64)
+            values = [row for _, row in self.rows]
+            width = len(values[0])
+            data = np.asarray(values, dtype=np.float64) if all(
+                len(v) == width for v in values) else values
+            self.blocks.append(Block(data, lines))
+            self.rows = []
+
+    def matrix(self) -> Matrix:
+        self._flush()
+        lengths = [np.full(len(b.lines), b.data.shape[1]) if isinstance(b.data, np.ndarray)
+                   else np.asarray([len(v) for v in b.data]) for b in self.blocks]
+        lengths = np.concatenate(lengths).astype(np.int64) if lengths else np.zeros(0, np.int64)
+        lines = (np.concatenate([b.lines for b in self.blocks]) if self.blocks
+                 else np.zeros(0, np.int64))
+        data = None
+        if len(lengths) and (lengths == lengths[0]).all():
+            data = np.concatenate([np.asarray(b.data, dtype=np.float64) for b in self.blocks])
+        elif not len(lengths):
+            data = np.zeros((0, 0))
+        return Matrix(self.name, self.line, lengths, lines, data)
 
 
 @dataclass
@@ -81,7 +129,7 @@ class _Parser:
     def __init__(self, path: str) -> None:
         self.result = MFile(path)
         self.path = path
-        self.open: Matrix | None = None
+        self.open: _Rows | None = None
         self.closer = "]"
         self.row: list[float] = []
         self.row_line = 0
@@ -89,16 +137,20 @@ class _Parser:
     def parse(self, text: str) -> MFile:
         pending, pending_line = "", 0
         lines = text.splitlines()
-        for number, raw in enumerate(lines, start=1):
-            code, continued = _strip_comment(raw)
+        number = 0
+        while number < len(lines):
+            number += 1
+            code, continued = _strip_comment(lines[number - 1])
             if self.open is not None:
                 self._matrix_text(code, number, continued)
-                continue
-            pending_line = pending_line or number
-            pending += code + " "
-            if not continued:
-                self._statement(pending.strip(), pending_line)
-                pending, pending_line = "", 0
+            else:
+                pending_line = pending_line or number
+                pending += code + " "
+                if not continued:
+                    self._statement(pending.strip(), pending_line)
+                    pending, pending_line = "", 0
+            if self.open is not None and not continued and not self.row:
+                number = self._inner_lines(lines, number)
         self.result.last_line = max(len(lines), 1)
         if self.open is not None:
             what = "matrix" if self.closer == "]" else "cell array"
@@ -108,6 +160,26 @@ class _Parser:
         if pending.strip():
             raise FormatError(self.path, pending_line, "file ends inside a '...' continuation")
         return self.result
+
+    def _inner_lines(self, lines: list[str], number: int) -> int:
+        """Read the lines after line ``number`` up to the next one holding the closing
+        bracket (they cannot close the open matrix): numbers in bulk where they are plain,
+        cell arrays skipped. Returns the last line read."""
+        end = number
+        while end < len(lines) and self.closer not in lines[end]:
+            end += 1
+        if self.closer == "}":
+            return end
+        for start in range(number, end, _CHUNK):
+            stop = min(start + _CHUNK, end)
+            block = None if self.row else read_block(lines[start:stop], start + 1)
+            if block is not None:
+                self.open.add_block(block)
+                continue
+            for k in range(start, stop):
+                code, continued = _strip_comment(lines[k])
+                self._matrix_text(code, k + 1, continued)
+        return end
 
     def _statement(self, code: str, number: int) -> None:
         while code:
@@ -126,7 +198,7 @@ class _Parser:
                                   "a case file may only assign mpc.NAME = value;")
             name, rest = assign.groups()
             if rest and rest[0] in "[{":
-                self.open, self.closer = Matrix(name, number), "]" if rest[0] == "[" else "}"
+                self.open, self.closer = _Rows(name, number), "]" if rest[0] == "[" else "}"
                 return self._matrix_text(rest[1:], number, False)
             code = self._scalar(name, rest, number)
 
@@ -144,6 +216,7 @@ class _Parser:
         return remainder.strip()
 
     def _matrix_text(self, code: str, number: int, continued: bool) -> None:
+        """One line (code only) inside the open matrix or cell array."""
         assert self.open is not None
         end = _find_outside_strings(code, self.closer)
         content = code if end < 0 else code[:end]
@@ -159,7 +232,7 @@ class _Parser:
                 self._close_row()
         if end >= 0:
             self._close_row()
-            self.result.matrices[self.open.name], self.open = self.open, None
+            self.result.matrices[self.open.name], self.open = self.open.matrix(), None
             self._statement(code[end + 1:].strip(), number)
         elif not continued:
             self._close_row()

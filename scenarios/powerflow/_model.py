@@ -132,22 +132,34 @@ class PowerResult(NamedTables, AbstractMemberResult):
 
     def _compute(self) -> dict:
         g, case = self.solved.graph, self.model.case
-        col = lambda nodes, f: np.asarray([self._value(getattr(n, f)) for n in nodes])  # noqa
         buses = [g.buses[b.id] for b in case.buses]
-        vm, va = col(buses, "vm"), col(buses, "va")
-        branches = {f: col(g.branches, f) for f in ("r", "x", "b", "tap", "shift")}
-        self._flows = _branch_flows(case, vm, va, branches)
-        s = _injections(case, self._flows)
-        load = {i: complex(self._value(d.p), self._value(d.q)) * self._value(d.loading.scale)
-                for i, d in g.loads.items()}
-        shunt = {i: complex(self._value(sh.g), -self._value(sh.b)) for i, sh in g.shunts.items()}
-        out = {}
-        for k, b in enumerate(case.buses):
-            inj = s[k] + shunt.get(b.id, 0.0) * vm[k] ** 2
-            gen = inj + load.get(b.id, 0.0)
-            out[b.id] = BusResult(b.id, b.type, float(vm[k]), float(va[k]), inj.real, inj.imag,
-                                  gen.real, gen.imag)
-        return out
+        self._vm, self._va = self._column(buses, "vm"), self._column(buses, "va")
+        branches = {f: self._column(g.branches, f) for f in ("r", "x", "b", "tap", "shift")}
+        self._flows = _branch_flows(case, self._vm, self._va, branches)
+        position = {b.id: k for k, b in enumerate(case.buses)}
+        shunts, loads = list(g.shunts.values()), list(g.loads.values())
+        at_shunts, at_loads = [position[i] for i in g.shunts], [position[i] for i in g.loads]
+        drawn = np.zeros(len(position), dtype=complex)    # by shunts, at Vm^2
+        drawn[at_shunts] = (_complex(self._column(shunts, "g"), -self._column(shunts, "b"))
+                            * self._vm[at_shunts] ** 2)
+        inj = _injections(case, self._flows) + drawn
+        demand = np.zeros(len(position), dtype=complex)
+        demand[at_loads] = _complex(self._column(loads, "p"), self._column(loads, "q")) * (
+            self._column([d.loading for d in loads], "scale"))
+        gen = inj + demand
+        return dict(zip(position, map(BusResult, position, [b.type for b in case.buses],
+                                      self._vm.tolist(), self._va.tolist(),
+                                      inj.real.tolist(), inj.imag.tolist(),
+                                      gen.real.tolist(), gen.imag.tolist())))
+
+    def _column(self, nodes, field: str) -> np.ndarray:
+        """``field`` of every node in ``nodes`` (float64; this member's in a sweep)."""
+        if not nodes:
+            return np.zeros(0)
+        values = np.asarray([getattr(n, field) for n in nodes], dtype=np.float64)
+        if self.index is None:
+            return values.reshape(len(nodes))
+        return values.reshape(len(nodes), -1)[:, self.index]
 
     def branch_flows(self) -> np.ndarray:
         """Power sent into each branch of ``case.branches`` (p.u.): rows P and Q at the FROM
@@ -156,17 +168,22 @@ class PowerResult(NamedTables, AbstractMemberResult):
         return self._flows
 
     def vm(self) -> dict:
-        return {b.id: self.bus(b.id).vm for b in self.model.case.buses}
+        """Vm (p.u.) by case bus number."""
+        self.buses()
+        return dict(zip([b.id for b in self.model.case.buses], self._vm.tolist()))
 
     def va_deg(self) -> dict:
-        return {b.id: self.bus(b.id).va_deg for b in self.model.case.buses}
+        """Va (degrees) by case bus number."""
+        self.buses()
+        return dict(zip([b.id for b in self.model.case.buses], np.degrees(self._va).tolist()))
 
     def to_json(self) -> dict:
         """``{"vm": {bus: p.u.}, "va_deg": {bus: deg}, "converged", "iterations",
         "residual_norm", "start", "attempts"}`` (bus numbers as JSON keys; ``attempts``: every
         solve tried, ``{"start", "method", "converged", "iterations", "residual_norm"}``)."""
-        return {"vm": {str(k): v for k, v in self.vm().items()},
-                "va_deg": {str(k): v for k, v in self.va_deg().items()},
+        keys = [str(b.id) for b in self.model.case.buses]
+        return {"vm": dict(zip(keys, self.vm().values())),
+                "va_deg": dict(zip(keys, self.va_deg().values())),
                 "converged": self.converged, "iterations": self.iterations,
                 "residual_norm": self.residual_norm, "start": self.start,
                 "attempts": [a.to_json() for a in self.attempts]}
@@ -186,6 +203,12 @@ def _branch_flows(case: PowerCase, vm, va, branches: dict) -> np.ndarray:
     return np.asarray(branch_power(
         vm[f], va[f], vm[t], va[t], *(branches[k] for k in ("r", "x", "b", "tap", "shift")),
         xp=np))
+
+
+def _complex(real: np.ndarray, imag: np.ndarray) -> np.ndarray:
+    out = np.empty(len(real), dtype=complex)
+    out.real, out.imag = real, imag
+    return out
 
 
 def _injections(case: PowerCase, flows: np.ndarray) -> np.ndarray:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +42,34 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
         return _sweep_report(model, sweep, solver, progress, title)
     result = model.solve(solver)
     doc = {**result.to_json(), "solver": _name(solver)}
-    buses = result.buses()
-    rows = [("start", result.start, "")] + [
-        (f"bus {b.id}", f"{buses[b.id].vm:.6f} / {buses[b.id].va_deg:.4f}", "Vm p.u. / Va deg")
-        for b in case.buses]
+    rows = _BusRows(("start", result.start, ""), result.buses(), [b.id for b in case.buses])
     notes = [result.start_note()] + ([] if result.converged else [result.message()])
     return Report("powerflow", _name(solver), result.converged, result.iterations,
                   result.residual_norm, rows, doc, lambda fig: draw_power_flow(
                       fig, result, f"{case.name}: bus voltages and branch loading"),
                   title=title, notes=notes, tables=result.to_frames)
+
+
+class _BusRows(Sequence):
+    """The table rows: ``first``, then Vm / Va of each bus, formatted when read (the table
+    prints only a few of them)."""
+
+    def __init__(self, first: tuple, buses: dict, ids: list):
+        self.first, self.buses, self.ids = first, buses, ids
+
+    def __len__(self) -> int:
+        return len(self.ids) + 1
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"row {i} out of range for {len(self)} rows")
+        i %= len(self)
+        if i == 0:
+            return self.first
+        bus = self.buses[self.ids[i - 1]]
+        return f"bus {bus.id}", f"{bus.vm:.6f} / {bus.va_deg:.4f}", "Vm p.u. / Va deg"
 
 
 def _sweep_report(model, sweep: SweepSpec, solver, progress, title: str) -> Report:

@@ -18,7 +18,7 @@ import numpy as np
 
 import simgraph as sg
 
-from . import _equations, _grouped, _kind_count, _kinds, _objectwise, _pattern
+from . import _analyse, _equations, _grouped, _kind_count, _kinds, _objectwise, _pattern
 from ._element_jacobian import ElementJacobian
 from ._model_errors import LoweringError, SingularComponentError
 from ..linear._sparsity import SparsityPattern
@@ -246,7 +246,7 @@ _PLANS: OrderedDict = OrderedDict()  # (treedef, evaluation, x64) -> (_Structure
 
 def _plan(st, leaves: list, evaluation: str) -> tuple:
     """Analyse a graph structure and find (or make) its lowering: ``(_Structure, positions)``."""
-    an, positions = _kinds.analyse(st, leaves)
+    an, positions = _analyse.analyse(st, leaves)
     _kinds.check_unknown_dtypes(an)
     key = _cache_key(an, evaluation)
     structure = _STRUCTURES.get(key)

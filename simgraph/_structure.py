@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 import operator
 from collections import OrderedDict
 from typing import Any
 
 import jax
 
+from . import _children
 from ._keys import NodeRef
 from ._walk import CHILD, CHILD_REFS, _node_base
 
@@ -122,15 +122,10 @@ def _data_refs(n: int) -> tuple:
 
 class _Reader:
     """Reads the walk's aux groups in the order their children were emitted, a column at a
-    time. When every child is one leaf (counted from the treedef's totals: no child treedef
-    is made, ``children()`` costs ~4 us a child), child i is leaf i."""
+    time (the children's treedefs and leaf counts from `_children.read`)."""
 
     def __init__(self, treedef, n_children: int):
-        if treedef.num_leaves == n_children and treedef.num_nodes == n_children + 1:
-            self.children, self.starts = None, range(n_children + 1)
-        else:
-            self.children = treedef.children()
-            self.starts = list(itertools.accumulate(map(_NUM_LEAVES, self.children), initial=0))
+        self.children, self.starts = _children.read(treedef, n_children)
         self.next = 0
         self.offset = 0  # leaf position of the next child
 

@@ -199,6 +199,8 @@ def _field_key(shape, row: list, keys: list):
         return _REF if row[0] == _REF_CODE else keys[row[0]]
     if shape == _NONE_DEF:
         return _NONE
+    if row.count(_REF_CODE) == len(row):  # e.g. a list of nodes
+        return (shape, (_REF,) * len(row))
     return (shape, tuple(_REF if c == _REF_CODE else keys[c] for c in row))
 
 
@@ -248,14 +250,23 @@ def _make_kind(key, members: np.ndarray, slots: np.ndarray) -> Kind:
             columns.append(Column(name, (), fkey[0], fkey[1], unknown))
         else:
             treedef, leaf_keys = fkey
-            items = []
-            subs = subpaths(treedef) if any(lk != _REF for lk in leaf_keys) else itertools.repeat(None)
-            for sub, lk in zip(subs, leaf_keys):
-                if lk == _REF:
-                    items.append(("ref", n_slots))
-                    n_slots += 1
-                else:
-                    items.append(("col", len(columns)))
-                    columns.append(Column(name, sub, lk[0], lk[1], unknown))
-            fields.append(FieldLayout(name, treedef, tuple(items)))
+            if leaf_keys.count(_REF) == len(leaf_keys):  # e.g. a list of nodes
+                items = tuple(zip(itertools.repeat("ref"), range(n_slots, n_slots + len(leaf_keys))))
+                n_slots += len(leaf_keys)
+            else:
+                items, n_slots = _container_items(name, unknown, treedef, leaf_keys, columns, n_slots)
+            fields.append(FieldLayout(name, treedef, items))
     return Kind(key, cls, statics, tuple(fields), tuple(columns), members, slots.reshape(len(members), n_slots))
+
+
+def _container_items(name: str, unknown: bool, treedef, leaf_keys: tuple, columns: list, n_slots: int):
+    """A container field's items; its data leaves appended to ``columns``."""
+    items = []
+    for sub, lk in zip(subpaths(treedef), leaf_keys):
+        if lk == _REF:
+            items.append(("ref", n_slots))
+            n_slots += 1
+        else:
+            items.append(("col", len(columns)))
+            columns.append(Column(name, sub, lk[0], lk[1], unknown))
+    return tuple(items), n_slots

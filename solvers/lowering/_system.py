@@ -87,7 +87,7 @@ class System:
         plan = _PLANS.get(plan_key)
         values = None if plan is None else _kinds.gather(plan[0].an, plan[1], leaves)
         if values is None:
-            plan = _plan(sg.structure(treedef), leaves, evaluation)
+            plan = _plan(sg.structure(treedef), leaves, evaluation) + (plan_key,)
             values = _kinds.gather(plan[0].an, plan[1], leaves)
         structure = plan[0]
         system = cls(*values, structure, root)
@@ -95,7 +95,7 @@ class System:
             system.validate(square=square)
             structure.checked.add(square)
         _keep(_STRUCTURES, structure.key, structure)  # only once the checks passed
-        _keep(_PLANS, plan_key, plan)
+        _keep(_PLANS, plan[2], plan)  # the stored key: refreshed by identity, not by comparing treedefs
         return system
 
     # -- the flat system -------------------------------------------------------------------
@@ -241,7 +241,7 @@ class System:
 #: How many structures `System.build` keeps (least recently used dropped first).
 STRUCTURE_CACHE_SIZE = 16
 _STRUCTURES: OrderedDict = OrderedDict()  # lowering key -> _Structure
-_PLANS: OrderedDict = OrderedDict()  # (treedef, evaluation, x64) -> (_Structure, leaf positions)
+_PLANS: OrderedDict = OrderedDict()  # (treedef, evaluation, x64) -> (_Structure, leaf positions, that key)
 
 
 def _plan(st, leaves: list, evaluation: str) -> tuple:

@@ -18,14 +18,14 @@ import operator
 import jax
 import numpy as np
 
-import simgraph as sg
-
-from ._kinds import (_ARRAYS, _LEAF, _NONE, _NONE_DEF, _REF, Analysis, Column, FieldLayout, Kind, _Keys,
+from ._kinds import (_ARRAYS, _NONE, _REF, Analysis, Column, FieldLayout, Kind, _Keys,
                      _label, _layout_x, field_names, subpaths)
 
 _REF_CODE = -2  # an item referencing a node
 _BAD_CODE = -1  # a data leaf that is neither an array nor a number
 _START = operator.attrgetter("start")
+_LEAF = jax.tree_util.tree_structure(0)
+_NONE_DEF = jax.tree_util.tree_structure(None)
 
 
 def analyse(st, leaves: list) -> tuple[Analysis, list]:

@@ -1,4 +1,4 @@
-"""Sort a graph's nodes into kinds and stack their data: the host-side half of lowering.
+"""Kinds of nodes and their stacked data: the host-side half of lowering (the sort into kinds is `_analyse`).
 
 A *kind* is a set of nodes with the same class, static values and field structure (which
 fields hold references, containers of which shape, leaves of which shapes and dtypes). The
@@ -154,8 +154,6 @@ class _Keys:
 
 
 _ARRAYS = (np.ndarray, np.generic, jax.Array)
-_LEAF = jax.tree_util.tree_structure(0)
-_NONE_DEF = jax.tree_util.tree_structure(None)
 
 
 _FIELD_NAMES: dict = {}

@@ -12,11 +12,14 @@ graphs of equal structure and is cached by treedef: a library can key its own an
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
 from collections import OrderedDict
 from typing import Any
 
 import jax
 
+from . import _children
 from ._keys import NodeRef
 from ._walk import CHILD, CHILD_REFS, _node_base
 
@@ -24,6 +27,7 @@ from ._walk import CHILD, CHILD_REFS, _node_base
 CACHE_SIZE = 32
 _CACHE: OrderedDict = OrderedDict()
 _LEAF = jax.tree_util.tree_structure(0)
+_NUM_LEAVES = operator.attrgetter("num_leaves")
 _DATA = object()  # stands for a data leaf while a container's references are read
 
 
@@ -94,21 +98,35 @@ def _read(treedef) -> Structure:
     if data is None or not (isinstance(data[0], type) and issubclass(data[0], _node_base())):
         raise TypeError(f"sg.structure needs the root node of a graph (a ReffableTreeNode) or "
                         f"its treedef; got the treedef {treedef}.")
-    children = treedef.children()
-    starts, offset = [], 0
-    for child in children:
-        starts.append(offset)
-        offset += child.num_leaves
-    reader = _Reader(children, starts)
+    reader = _Reader(treedef, _n_children(data[1]))
     groups = tuple(reader.group(*g) for g in data[1])
-    return Structure(treedef, groups, sum(len(g.nodes) for g in groups), offset)
+    return Structure(treedef, groups, sum(len(g.nodes) for g in groups), treedef.num_leaves)
+
+
+def _n_children(groups) -> int:
+    """How many children the walk emitted, counted from its aux groups."""
+    n = 0
+    for _, members, _, specs in groups:
+        for spec in specs:
+            if type(spec) is int:
+                n += len(members)
+            elif type(spec[0]) is str:
+                n += sum(1 for s in spec[1] if type(s) is int and s < 0)
+    return n
+
+
+@functools.lru_cache(maxsize=None)
+def _data_refs(n: int) -> tuple:
+    return (-1,) * n
 
 
 class _Reader:
-    """Reads the walk's aux groups in the order their children were emitted."""
+    """Reads the walk's aux groups in the order their children were emitted, a column at a
+    time (the children's treedefs and leaf counts from `_children.read`)."""
 
-    def __init__(self, children: list, starts: list):
-        self.children, self.starts, self.next = children, starts, 0
+    def __init__(self, treedef, n_children: int):
+        self.children, self.starts = _children.read(treedef, n_children)
+        self.next = 0
         self.offset = 0  # leaf position of the next child
 
     def group(self, cls, members, statics, specs) -> GroupStructure:
@@ -120,13 +138,26 @@ class _Reader:
 
     def column(self, name: str, kind: str, spec, count: int) -> FieldStructure:
         if type(spec) is int:  # every member's value is a child
-            per = [self.child() for _ in range(count)]
-        elif type(spec[0]) is str:  # mixed: one spec per member
+            return FieldStructure(name, kind, *self.children_of(count))
+        if type(spec[0]) is str:  # mixed: one spec per member
             per = [self.member(s) for s in spec[1]]
-        else:  # every member's value is a node
-            per = [(_LEAF, (k,), range(self.offset, self.offset)) for k in spec]
-        shapes, refs, leaves = zip(*per) if per else ((), (), ())
-        return FieldStructure(name, kind, tuple(shapes), tuple(refs), tuple(leaves))
+            shapes, refs, leaves = zip(*per) if per else ((), (), ())
+            return FieldStructure(name, kind, tuple(shapes), tuple(refs), tuple(leaves))
+        empty = range(self.offset, self.offset)  # every member's value is a node
+        return FieldStructure(name, kind, (_LEAF,) * count, tuple(zip(spec)), (empty,) * count)
+
+    def children_of(self, count: int) -> tuple:
+        """``(shapes, refs, leaves)`` of the next ``count`` children, one per member."""
+        i, j = self.next, self.next + count
+        if count == 0:
+            return (), (), ()
+        self.next, self.offset = j, self.starts[j]
+        starts = self.starts[i:j + 1]
+        leaves = tuple(map(range, starts[:-1], starts[1:]))
+        if self.children is None:
+            return (_LEAF,) * count, ((-1,),) * count, leaves
+        shapes = tuple(self.children[i:j])
+        return shapes, tuple(map(_data_refs, map(_NUM_LEAVES, shapes))), leaves
 
     def member(self, spec) -> tuple:
         if type(spec) is int:
@@ -140,13 +171,13 @@ class _Reader:
     def _take(self):
         i = self.next
         self.next += 1
-        child, start = self.children[i], self.starts[i]
-        self.offset = start + child.num_leaves
+        start, self.offset = self.starts[i], self.starts[i + 1]
+        child = _LEAF if self.children is None else self.children[i]
         return child, range(start, self.offset)
 
     def child(self) -> tuple:
         child, leaves = self._take()
-        return child, (-1,) * child.num_leaves, leaves
+        return child, _data_refs(child.num_leaves), leaves
 
     def child_with_refs(self) -> tuple:
         """A container holding data and references: references become leaves of its shape."""
@@ -154,4 +185,3 @@ class _Reader:
         value = jax.tree_util.tree_unflatten(child, [_DATA] * child.num_leaves)
         parts, shape = jax.tree_util.tree_flatten(value, is_leaf=lambda x: isinstance(x, NodeRef))
         return shape, tuple(p.index if isinstance(p, NodeRef) else -1 for p in parts), leaves
-

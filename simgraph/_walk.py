@@ -95,7 +95,7 @@ def _by_class(nodes: list, lo: int, hi: int) -> list:
     by: dict = {}
     start = 0
     for t, run in itertools.groupby(types):  # classes mostly come in runs (dicts of one class)
-        stop = start + sum(1 for _ in run)
+        stop = start + len(list(run))
         members = by.setdefault(t, ([], []))
         members[0].extend(range(lo + start, lo + stop))
         members[1].extend(level[start:stop])
@@ -291,7 +291,7 @@ def _node_dict(d: dict, index, nodes, base):
     """Fast path for a dict of nodes (e.g. ``nodes: dict[str, Node]``): ``(treedef, ids)``.
     JAX orders a dict's leaves itself (by sorted keys); flattening the positions finds that
     order without a Python callback per value."""
-    order, treedef = jax.tree_util.tree_flatten({k: i for i, k in enumerate(d)})
+    order, treedef = jax.tree_util.tree_flatten(dict(zip(d, range(len(d)))))
     if treedef.num_leaves != len(d):
         return None
     values = list(d.values())

@@ -7,9 +7,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import simgraph as sg
 from graph_models import Mixed, Ring, Shared, make_system
+from simgraph import _children
+from test_graph_properties import graphs
 
 SOLVERS = pathlib.Path(__file__).resolve().parents[1] / "solvers"
 
@@ -26,6 +29,21 @@ def _records(st):
 
 def test_records_name_nodes_references_and_leaf_positions():
     graph = make_system(3, 2)
+    assert_records_describe(graph)
+    records = _records(sg.structure(graph))
+    # equations share providers: equation 0 and 2 reference the same provider id
+    eq_ids = [k for k, (cls, _, _) in records.items() if cls.__name__ == "Equation"]
+    gradient = [records[k][2]["gradient"][1] for k in eq_ids]
+    assert gradient[0] == gradient[2] != gradient[1]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs())
+def test_records_of_random_graphs_with_containers_and_sharing(graph):
+    assert_records_describe(graph)
+
+
+def assert_records_describe(graph):
     st = sg.structure(graph)
     leaves = jax.tree_util.tree_leaves(graph)
     nodes = sg.nodes(graph)
@@ -44,10 +62,21 @@ def test_records_name_nodes_references_and_leaf_positions():
                 value, is_leaf=lambda v: isinstance(v, sg.ReffableTreeNode)) if isinstance(v, sg.ReffableTreeNode)]
             assert [leaves[p] for p in positions] == [v for v in jax.tree_util.tree_leaves(
                 value, is_leaf=lambda v: isinstance(v, sg.ReffableTreeNode)) if not isinstance(v, sg.ReffableTreeNode)]
-    # equations share providers: equation 0 and 2 reference the same provider id
-    eq_ids = [k for k, (cls, _, _) in records.items() if cls.__name__ == "Equation"]
-    gradient = [records[k][2]["gradient"][1] for k in eq_ids]
-    assert gradient[0] == gradient[2] != gradient[1]
+            assert positions == tuple(range(positions[0], positions[0] + len(positions))) if positions else True
+
+
+@pytest.mark.parametrize("state", [True, False])
+@pytest.mark.parametrize("value", [
+    [1.0, 2.0], [1.0, None, {}, (), []], [([0, None], 3.0), {"a": (1, [2])}, None, np.ones(2)],
+    [Shared(jnp.asarray(1.0)), 1.0], [None], []])
+def test_children_of_the_root_as_children_gives_them(monkeypatch, value, state):
+    """The root's children read from the totals or the node table equal ``children()``."""
+    monkeypatch.setattr(_children, "_STATE_OK", state)
+    treedef = jax.tree_util.tree_structure(tuple(value))
+    shapes, starts = _children.read(treedef, len(value))
+    expect = treedef.children()
+    assert (shapes or [jax.tree_util.tree_structure(0)] * len(value)) == expect
+    assert list(starts) == [0] + np.cumsum([c.num_leaves for c in expect], dtype=int).tolist()
 
 
 def test_field_kinds_and_shapes_of_containers_and_optional_references():

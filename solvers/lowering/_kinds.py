@@ -1,4 +1,4 @@
-"""Sort a graph's nodes into kinds and stack their data: the host-side half of lowering.
+"""Kinds of nodes and their stacked data: the host-side half of lowering (the sort into kinds is `_analyse`).
 
 A *kind* is a set of nodes with the same class, static values and field structure (which
 fields hold references, containers of which shape, leaves of which shapes and dtypes). The
@@ -154,84 +154,6 @@ class _Keys:
 
 
 _ARRAYS = (np.ndarray, np.generic, jax.Array)
-_LEAF = jax.tree_util.tree_structure(0)
-_NONE_DEF = jax.tree_util.tree_structure(None)
-
-
-def _field_key(shape, refs, span, leaves, keys: _Keys, where):
-    """Kind key of one field value from its `sg.FieldStructure` entries; appends to ``pos``."""
-    if shape == _LEAF:
-        if refs[0] >= 0:
-            return _REF
-        return keys.leaf(leaves[span.start], where)
-    if shape == _NONE_DEF:
-        return _NONE
-    data = iter(span)
-    return (shape, tuple(_REF if r >= 0 else keys.leaf(leaves[next(data)], where) for r in refs))
-
-
-def analyse(st, leaves: list) -> tuple[Analysis, list]:
-    """The kinds of the graph of structure ``st`` (an `sg.Structure`) with flat ``leaves``, and
-    per kind the positions in ``leaves`` of each member's data leaves, shape (count, columns)."""
-    keys = _Keys()
-    by_key: dict = {}
-    kind_of = np.empty(st.n_nodes, dtype=np.int64)
-    for g in st.groups:
-        fields = g.fields
-        for i, k in enumerate(g.nodes):
-            fkeys, pos, refs = [], [], []
-            for f in fields:
-                shape, r, span = f.shapes[i], f.refs[i], f.leaves[i]
-                fkeys.append(_field_key(shape, r, span, leaves, keys, (g.cls, f.name)))
-                pos.extend(span)
-                refs.extend(x for x in r if x >= 0)
-            key = (g.cls, g.statics[i], tuple(fkeys))
-            group = by_key.get(key)
-            if group is None:
-                group = by_key[key] = (len(by_key), [], [], [])
-            kind_of[k] = group[0]
-            group[1].append(k)
-            group[2].append(pos)
-            group[3].append(refs)
-    kinds, positions = [], []
-    for key, (_, members, pos, refs) in by_key.items():
-        kind = _make_kind(key, members, refs)  # members increase: groups come level by level
-        kinds.append(kind)
-        positions.append(np.asarray(pos, dtype=np.int64).reshape(kind.count, len(kind.columns)))
-    _label(kinds)
-    pos_of = np.empty(st.n_nodes, dtype=np.int64)
-    for kind in kinds:
-        pos_of[kind.members] = np.arange(kind.count)
-    return _layout_x(kinds, kind_of, pos_of), positions
-
-
-def _make_kind(key, members, refs) -> Kind:
-    cls, statics, fkeys = key
-    dynamic, _, unknowns = field_names(cls)
-    fields, columns, n_slots = [], [], 0
-    for name, fkey in zip(dynamic, fkeys):
-        unknown = name in unknowns
-        if fkey == _REF:
-            fields.append(FieldLayout(name, None, (("ref", n_slots),)))
-            n_slots += 1
-        elif fkey == _NONE:
-            fields.append(FieldLayout(name, None, (_NONE,)))
-        elif isinstance(fkey[0], tuple):  # a bare leaf: (shape, dtype)
-            fields.append(FieldLayout(name, None, (("col", len(columns)),)))
-            columns.append(Column(name, (), fkey[0], fkey[1], unknown))
-        else:
-            treedef, leaf_keys = fkey
-            items = []
-            for sub, lk in zip(subpaths(treedef), leaf_keys):
-                if lk == _REF:
-                    items.append(("ref", n_slots))
-                    n_slots += 1
-                else:
-                    items.append(("col", len(columns)))
-                    columns.append(Column(name, sub, lk[0], lk[1], unknown))
-            fields.append(FieldLayout(name, treedef, tuple(items)))
-    slots = np.asarray(refs, dtype=np.int64).reshape(len(members), n_slots)
-    return Kind(key, cls, statics, tuple(fields), tuple(columns), np.asarray(members, dtype=np.int64), slots)
 
 
 _FIELD_NAMES: dict = {}

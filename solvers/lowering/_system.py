@@ -18,7 +18,7 @@ import numpy as np
 
 import simgraph as sg
 
-from . import _equations, _grouped, _kind_count, _kinds, _objectwise, _pattern
+from . import _analyse, _equations, _grouped, _kind_count, _kinds, _objectwise, _pattern
 from ._element_jacobian import ElementJacobian
 from ._model_errors import LoweringError, SingularComponentError
 from ..linear._sparsity import SparsityPattern
@@ -87,7 +87,7 @@ class System:
         plan = _PLANS.get(plan_key)
         values = None if plan is None else _kinds.gather(plan[0].an, plan[1], leaves)
         if values is None:
-            plan = _plan(sg.structure(treedef), leaves, evaluation)
+            plan = _plan(sg.structure(treedef), leaves, evaluation) + (plan_key,)
             values = _kinds.gather(plan[0].an, plan[1], leaves)
         structure = plan[0]
         system = cls(*values, structure, root)
@@ -95,7 +95,7 @@ class System:
             system.validate(square=square)
             structure.checked.add(square)
         _keep(_STRUCTURES, structure.key, structure)  # only once the checks passed
-        _keep(_PLANS, plan_key, plan)
+        _keep(_PLANS, plan[2], plan)  # the stored key: refreshed by identity, not by comparing treedefs
         return system
 
     # -- the flat system -------------------------------------------------------------------
@@ -241,12 +241,12 @@ class System:
 #: How many structures `System.build` keeps (least recently used dropped first).
 STRUCTURE_CACHE_SIZE = 16
 _STRUCTURES: OrderedDict = OrderedDict()  # lowering key -> _Structure
-_PLANS: OrderedDict = OrderedDict()  # (treedef, evaluation, x64) -> (_Structure, leaf positions)
+_PLANS: OrderedDict = OrderedDict()  # (treedef, evaluation, x64) -> (_Structure, leaf positions, that key)
 
 
 def _plan(st, leaves: list, evaluation: str) -> tuple:
     """Analyse a graph structure and find (or make) its lowering: ``(_Structure, positions)``."""
-    an, positions = _kinds.analyse(st, leaves)
+    an, positions = _analyse.analyse(st, leaves)
     _kinds.check_unknown_dtypes(an)
     key = _cache_key(an, evaluation)
     structure = _STRUCTURES.get(key)

@@ -38,7 +38,7 @@ def circuit(quick: bool, out: Path) -> Section:
     from . import circuit_batch
 
     if quick:
-        rows = circuit_batch.run((10,), (1, 100), repeats=3, scipy_sample=20, budget=2.0)
+        rows = circuit_batch.run((10,), (100,), repeats=3, scipy_sample=20, budget=2.0)
     else:
         rows = circuit_batch.run()
     section = Section(

@@ -154,7 +154,7 @@ def compile_times(ladders=(100, 1000, 10_000), grids=(10, 30, 60)):
         plan = build_plan(pattern)
         plan_s = time.perf_counter() - start
         solver = SparseLU(pattern)
-        f, op = solver.linearize(fn, x0 + 0.3, params)
+        f, op = jax.jit(lambda x, p, s=solver: s.linearize(fn, x, p))(x0 + 0.3, params)
         start = time.perf_counter()
         lowered = jax.jit(solver.solve).lower(op, f)
         trace_s = time.perf_counter() - start
@@ -172,7 +172,7 @@ def compile_times(ladders=(100, 1000, 10_000), grids=(10, 30, 60)):
 def run(quick: bool = False) -> dict:
     """All three tables (``quick``: small sizes, about a minute)."""
     if quick:
-        return dict(ladder=ladder((1, 100), dense_max=100, nodes=20),
+        return dict(ladder=ladder((100,), dense_max=100, nodes=20),
                     grid=grid((10,), newton_k=10), compile=compile_times((100,), (10,)))
     return dict(ladder=ladder(), grid=grid(), compile=compile_times())
 

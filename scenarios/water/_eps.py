@@ -1,0 +1,166 @@
+"""``simulate_eps``: EPANET 2.2's extended-period hydraulics on the steady-state solve.
+
+At each hydraulic time: demands, reservoir heads and pump speeds from the patterns, then the
+simple controls, then one solve with the tank heads fixed; the next time is the smallest of
+the hydraulic step, the next pattern period, the next report time and the times at which a
+tank would fill or drain or a tank-level control would fire; tank volumes then advance by
+``dV = q dt``. One lowered graph (:class:`EPSGraph`) serves every step.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ._eps_graph import EPSGraph, StepValues
+from ._eps_time import (QZERO, Clock, EPSState, check_supported, controls, demands, tanklevels,
+                        timestep)
+from ._inp_types import WaterNetwork
+from ._model import DEFAULT_METHOD
+
+__all__ = ["EPSResult", "simulate_eps"]
+
+
+@dataclasses.dataclass(frozen=True)
+class EPSResult:
+    """Every hydraulic time solved, in order: ``times`` (s), ``step_ends`` (what ended the step
+    that starts at each time: ``"hydraulic step"``, ``"pattern step"``, ``"report time"``,
+    ``"tank T fills"``/``"empties"``, ``"control on line N"``; ``"end"`` for the last),
+    ``tank_levels`` (m above the tank's elevation), ``heads`` (m), ``flows`` (m3/s; 0 in closed
+    links, as EPANET reports), ``status`` (1 open, 0 closed) by EPANET id, each an array over
+    the times; ``iterations`` (Newton steps) and ``converged`` per time. ``report_times``: the
+    report grid (``report()`` keeps those rows only)."""
+
+    times: np.ndarray
+    step_ends: tuple[str, ...]
+    tank_levels: dict
+    heads: dict
+    flows: dict
+    status: dict
+    iterations: np.ndarray
+    converged: np.ndarray
+    report_times: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def report(self) -> "EPSResult":
+        """The rows at the report times (REPORT START, then every REPORT TIMESTEP)."""
+        keep = np.isin(self.times, self.report_times)
+        pick = lambda table: {k: v[keep] for k, v in table.items()}  # noqa: E731
+        return EPSResult(self.times[keep], tuple(np.asarray(self.step_ends)[keep]),
+                         pick(self.tank_levels), pick(self.heads), pick(self.flows),
+                         pick(self.status), self.iterations[keep], self.converged[keep],
+                         self.report_times)
+
+    def to_json(self) -> dict:
+        """``{"analysis": "eps", "time": [s], "tank_levels", "heads", "flows", "status",
+        "converged"}`` on the report grid (JSON-ready Python values)."""
+        r = self.report()
+        as_lists = lambda table: {k: v.tolist() for k, v in table.items()}  # noqa: E731
+        return {"analysis": "eps", "time": r.times.tolist(),
+                "tank_levels": as_lists(r.tank_levels), "heads": as_lists(r.heads),
+                "flows": as_lists(r.flows), "status": as_lists(r.status),
+                "converged": bool(np.all(self.converged))}
+
+
+def simulate_eps(network: WaterNetwork, duration: int | None = None,
+                 hydraulic_step: int | None = None, method: Any = None,
+                 constants: Any = "epanet") -> EPSResult:
+    """Extended-period run of ``network`` as EPANET 2.2 steps it. ``duration`` and
+    ``hydraulic_step`` (s) default to the file's [TIMES]; ``method``/``constants`` as in
+    ``build_water``. Raises ValueError for what is not modelled (rules, volume curves,
+    pressure controls, links that EPANET would close during a solve)."""
+    duration = network.duration_s if duration is None else int(duration)
+    if duration <= 0:
+        raise ValueError(f"network {network.title!r} has DURATION 0 (a single snapshot): solve "
+                         "it with build_water(network).solve(), or pass duration=seconds.")
+    check_supported(network)
+    clock = Clock(network, duration, hydraulic_step or network.hydraulic_step_s)
+    state = EPSState(network, clock)
+    graph = EPSGraph(network, method or DEFAULT_METHOD, constants)
+    rows = []
+    while True:
+        rows.append(_solve_at(graph, state, clock))
+        if state.t >= clock.duration:
+            rows[-1]["end"] = "end"
+            break
+        tstep, rows[-1]["end"] = timestep(state, clock)
+        tanklevels(state, tstep)
+        state.t += tstep
+        if state.t >= state.rtime:
+            state.rtime += clock.rstep
+    return _result(network, rows, clock)
+
+
+def _solve_at(graph: EPSGraph, state: EPSState, clock: Clock) -> dict:
+    """EPANET ``runhyd``: patterns, controls, one solve; updates the tank inflows."""
+    dem, res_heads = demands(state, clock)
+    controls(state, clock)
+    levels = state.levels()
+    values = StepValues(dem, levels, res_heads, state.open.astype(float),
+                        state.setting[len(state.net.pipes):])
+    heads, flows, ok, iterations = graph.solve(values)
+    if not ok:
+        raise RuntimeError(f"the hydraulic solve at t = {state.t} s did not converge")
+    _check_statuses(state, heads, flows)
+    state.inflow = _tank_inflows(state, flows) * graph.ratio
+    return {"time": state.t, "levels": levels.copy(), "junction_heads": heads,
+            "reservoir_heads": res_heads, "flows": np.where(state.open, flows, 0.0),
+            "open": state.open.copy(), "iterations": iterations, "converged": ok}
+
+
+def _tank_inflows(state: EPSState, flows: np.ndarray) -> np.ndarray:
+    """Net inflow (m3/s) of each tank, closed links' tiny flows included (as in EPANET)."""
+    inflow = np.zeros(len(state.net.tanks))
+    for link, q in zip(state.links, flows):
+        if link.start in state.tank_index:
+            inflow[state.tank_index[link.start]] -= q
+        if link.end in state.tank_index:
+            inflow[state.tank_index[link.end]] += q
+    return inflow
+
+
+def _check_statuses(state: EPSState, heads: np.ndarray, flows: np.ndarray) -> None:
+    """Refuse solutions in which EPANET would close a link during the solve: reverse flow in
+    an open pump or check valve, flow into a full or out of an empty tank."""
+    net, problems = state.net, []
+    for k, link in enumerate(state.links):
+        if not state.open[k]:
+            continue
+        if (getattr(link, "check_valve", False) or k >= len(net.pipes)) and flows[k] < -QZERO:
+            problems.append(f"reverse flow {flows[k]:.3g} m3/s in {link.name!r}")
+        for end, sign in ((link.start, -1.0), (link.end, 1.0)):
+            i = state.tank_index.get(end)
+            if i is None:
+                continue
+            tank, q = net.tanks[i], sign * flows[k]
+            if (state.levels()[i] >= tank.max_level and q > QZERO) or \
+                    (state.levels()[i] <= tank.min_level and q < -QZERO):
+                problems.append(f"link {link.name!r} {'fills full' if q > 0 else 'drains empty'}"
+                                f" tank {tank.name!r}")
+    if problems:
+        raise ValueError(f"at t = {state.t} s: " + "; ".join(problems) + ". EPANET would close "
+                         "these links temporarily; that status logic is not modelled in "
+                         "extended-period runs. Add controls that keep the tanks within their "
+                         "levels and the pumps running forward.")
+
+
+def _result(net: WaterNetwork, rows: list, clock: Clock) -> EPSResult:
+    links = [*net.pipes, *net.pumps]
+    stack = lambda key: np.asarray([r[key] for r in rows])  # noqa: E731
+    levels, jheads, rheads = stack("levels"), stack("junction_heads"), stack("reservoir_heads")
+    flows, status = stack("flows"), stack("open").astype(int)
+    heads = {j.name: jheads[:, i] for i, j in enumerate(net.junctions)}
+    heads.update({r.name: rheads[:, i] for i, r in enumerate(net.reservoirs)})
+    heads.update({k.name: k.elevation + levels[:, i] for i, k in enumerate(net.tanks)})
+    times = stack("time")
+    start = net.report_start_s
+    report = times[(times >= start) & ((times - start) % clock.rstep == 0)]
+    return EPSResult(times, tuple(r["end"] for r in rows),
+                     {k.name: levels[:, i] for i, k in enumerate(net.tanks)},
+                     {n: heads[n] for n in net.node_names},
+                     {link.name: flows[:, i] for i, link in enumerate(links)},
+                     {link.name: status[:, i] for i, link in enumerate(links)},
+                     stack("iterations"), stack("converged"), report)

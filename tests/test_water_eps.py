@@ -119,3 +119,26 @@ def test_refuses_a_full_tank():
         " LINK 9 CLOSED IF NODE 2 ABOVE 140", "")
     with pytest.raises(ValueError, match="t = 57153 s: link '110' fills full tank '2'"):
         simulate_eps(read_inp(text))
+
+
+def test_cli_eps_writes_the_report_grid(capsys, tmp_path):
+    from scenarios import _cli
+    out = tmp_path / "eps.json"
+    code = _cli.main(["--no-compile-cache", "run", "water", "--eps", "--json", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0 and "extended period" in text and "control on line 69" in text
+    doc = json.loads(out.read_text())
+    assert doc["analysis"] == "eps" and doc["time"][-1] == DAY and len(doc["time"]) == 25
+    assert doc["tank_levels"]["2"][0] == pytest.approx(120 * 0.3048)
+    assert set(doc["heads"]) >= {"10", "9", "2"} and "9" in doc["flows"]
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["run", "truss", "--eps"], "--eps is for the water scenario only"),
+    (["run", "water", "--eps", "--sweep", "demand_multiplier=1:2:2"], "do not combine"),
+])
+def test_cli_eps_misuse(capsys, argv, fragment):
+    from scenarios import _cli
+    code = _cli.main(["--no-compile-cache", *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and fragment in err and "Traceback" not in err

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .._tables import pandas
 from ._eps_graph import EPSGraph, StepValues
 from ._eps_time import (QZERO, Clock, EPSState, check_supported, controls, demands, tanklevels,
                         timestep)
@@ -29,8 +30,8 @@ class EPSResult:
     ``"tank T fills"``/``"empties"``, ``"control on line N"``; ``"end"`` for the last),
     ``tank_levels`` (m above the tank's elevation), ``heads`` (m), ``flows`` (m3/s; 0 in closed
     links, as EPANET reports), ``status`` (1 open, 0 closed) by EPANET id, each an array over
-    the times; ``iterations`` (Newton steps) and ``converged`` per time. ``report_times``: the
-    report grid (``report()`` keeps those rows only)."""
+    the times; ``iterations`` (Newton steps), ``converged`` and ``residual_norm`` (max|F|, m or
+    m3/s) per time. ``report_times``: the report grid (``report()`` keeps those rows only)."""
 
     times: np.ndarray
     step_ends: tuple[str, ...]
@@ -40,6 +41,7 @@ class EPSResult:
     status: dict
     iterations: np.ndarray
     converged: np.ndarray
+    residual_norm: np.ndarray
     report_times: np.ndarray
 
     def __len__(self) -> int:
@@ -52,17 +54,30 @@ class EPSResult:
         return EPSResult(self.times[keep], tuple(np.asarray(self.step_ends)[keep]),
                          pick(self.tank_levels), pick(self.heads), pick(self.flows),
                          pick(self.status), self.iterations[keep], self.converged[keep],
-                         self.report_times)
+                         self.residual_norm[keep], self.report_times)
+
+    def to_frames(self) -> dict:
+        """``{"tank_levels", "heads", "flows", "status"}`` as pandas DataFrames on the report
+        grid: one row per report time (index ``time_s``), one column per EPANET id."""
+        r = self.report()
+        pd = pandas()
+        frame = lambda table: pd.DataFrame(table, index=pd.Index(r.times, name="time_s"))  # noqa
+        return {"tank_levels": frame(r.tank_levels), "heads": frame(r.heads),
+                "flows": frame(r.flows), "status": frame(r.status)}
 
     def to_json(self) -> dict:
-        """``{"analysis": "eps", "time": [s], "tank_levels", "heads", "flows", "status",
-        "converged"}`` on the report grid (JSON-ready Python values)."""
+        """``{"analysis": "eps", "time": [s], "tank_levels", "heads", "flows", "status"}`` on the
+        report grid, with ``converged``, ``iterations`` (all Newton steps), ``residual_norm``
+        (the largest) and ``hydraulic_times`` (how many were solved): JSON-ready values."""
         r = self.report()
         as_lists = lambda table: {k: v.tolist() for k, v in table.items()}  # noqa: E731
         return {"analysis": "eps", "time": r.times.tolist(),
                 "tank_levels": as_lists(r.tank_levels), "heads": as_lists(r.heads),
                 "flows": as_lists(r.flows), "status": as_lists(r.status),
-                "converged": bool(np.all(self.converged))}
+                "converged": bool(np.all(self.converged)),
+                "iterations": int(np.sum(self.iterations)),
+                "residual_norm": float(np.max(self.residual_norm)),
+                "hydraulic_times": len(self.times)}
 
 
 def simulate_eps(network: WaterNetwork, duration: int | None = None,
@@ -101,14 +116,16 @@ def _solve_at(graph: EPSGraph, state: EPSState, clock: Clock) -> dict:
     levels = state.levels()
     values = StepValues(dem, levels, res_heads, state.open.astype(float),
                         state.setting[len(state.net.pipes):])
-    heads, flows, ok, iterations = graph.solve(values)
-    if not ok:
-        raise RuntimeError(f"the hydraulic solve at t = {state.t} s did not converge")
+    heads, flows, solution = graph.solve(values)
+    if not bool(solution.converged):
+        raise RuntimeError(f"the hydraulic solve at t = {state.t} s did not converge: "
+                           f"{solution.message()}")
     _check_statuses(state, heads, flows)
     state.inflow = _tank_inflows(state, flows) * graph.ratio
     return {"time": state.t, "levels": levels.copy(), "junction_heads": heads,
             "reservoir_heads": res_heads, "flows": np.where(state.open, flows, 0.0),
-            "open": state.open.copy(), "iterations": iterations, "converged": ok}
+            "open": state.open.copy(), "iterations": int(solution.iterations),
+            "converged": True, "residual_norm": float(solution.residual_norm)}
 
 
 def _tank_inflows(state: EPSState, flows: np.ndarray) -> np.ndarray:
@@ -163,4 +180,4 @@ def _result(net: WaterNetwork, rows: list, clock: Clock) -> EPSResult:
                      {n: heads[n] for n in net.node_names},
                      {link.name: flows[:, i] for i, link in enumerate(links)},
                      {link.name: status[:, i] for i, link in enumerate(links)},
-                     stack("iterations"), stack("converged"), report)
+                     stack("iterations"), stack("converged"), stack("residual_norm"), report)

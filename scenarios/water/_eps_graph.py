@@ -133,15 +133,15 @@ class EPSGraph:
         return order
 
     def solve(self, values: StepValues):
-        """``(junction heads, link flows, converged, iterations)`` at ``values`` (numpy)."""
+        """``(junction heads, link flows, solution)`` at ``values`` (numpy arrays and the
+        ``solvers.Solution``: ``converged``, ``iterations``, ``residual_norm``)."""
         params = self.system.set_params(self.system.params, self._updates(values))
         system = solvers.System(self._x, params, self.system.structure)
         solution = solvers.solve(system, self.method)
         x = np.asarray(solution.x)
-        ok = bool(solution.converged)
-        if ok:
+        if bool(solution.converged):
             self._x = solution.x
-        return x[self._heads], x[self._flows], ok, int(solution.iterations)
+        return x[self._heads], x[self._flows], solution
 
     def _updates(self, v: StepValues) -> dict:
         """Parameter updates, one vector per class and field, in canonical leaf order."""

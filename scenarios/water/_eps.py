@@ -15,7 +15,8 @@ import numpy as np
 
 from .._tables import pandas
 from ._eps_graph import EPSGraph, StepValues
-from ._eps_time import (QZERO, Clock, EPSState, check_supported, controls, demands, tanklevels,
+from ._eps_status import MAX_CHECKS, held_closed
+from ._eps_time import (Clock, EPSState, check_supported, controls, demands, tanklevels,
                         timestep)
 from ._inp_types import WaterNetwork
 from ._model import DEFAULT_METHOD
@@ -85,8 +86,10 @@ def simulate_eps(network: WaterNetwork, duration: int | None = None,
                  constants: Any = "epanet") -> EPSResult:
     """Extended-period run of ``network`` as EPANET 2.2 steps it. ``duration`` and
     ``hydraulic_step`` (s) default to the file's [TIMES]; ``method``/``constants`` as in
-    ``build_water``. Raises ValueError for what is not modelled (rules, volume curves,
-    pressure controls, links that EPANET would close during a solve)."""
+    ``build_water``. Links that EPANET closes during a solve (check valves against reverse
+    flow, pumps above their shutoff head, links that would overfill or overdrain a tank) are
+    closed the same way. Raises ValueError for what is not modelled (rules, volume curves,
+    pressure controls)."""
     duration = network.duration_s if duration is None else int(duration)
     if duration <= 0:
         raise ValueError(f"network {network.title!r} has DURATION 0 (a single snapshot): solve "
@@ -110,26 +113,46 @@ def simulate_eps(network: WaterNetwork, duration: int | None = None,
 
 
 def _solve_at(graph: EPSGraph, state: EPSState, clock: Clock) -> dict:
-    """EPANET ``runhyd``: patterns, controls, one solve; updates the tank inflows."""
+    """EPANET ``runhyd``: patterns, controls, a solve repeated until the status checks hold
+    still (``hydsolve``); updates the tank inflows."""
     dem, res_heads = demands(state, clock)
     controls(state, clock)
     levels = state.levels()
-    values = StepValues(dem, levels, res_heads, state.open.astype(float),
-                        state.setting[len(state.net.pipes):])
-    heads, flows, solution = graph.solve(values)
-    if not bool(solution.converged):
-        raise RuntimeError(f"the hydraulic solve at t = {state.t} s did not converge: "
-                           f"{solution.message()}")
-    _check_statuses(state, heads, flows)
-    state.inflow = _tank_inflows(state, flows) * graph.ratio
+    speeds = state.setting[len(state.net.pipes):]
+    for _ in range(MAX_CHECKS):
+        values = StepValues(dem, levels, res_heads, (state.open & ~state.held).astype(float),
+                            speeds)
+        heads, flows, solution = graph.solve(values)
+        if not bool(solution.converged):
+            raise RuntimeError(f"the hydraulic solve at t = {state.t} s did not converge: "
+                               f"{solution.message()}")
+        node_heads = _node_heads(state.net, heads, res_heads, levels)
+        held = held_closed(state, node_heads, flows, state.held)
+        if np.array_equal(held, state.held):
+            break
+        state.held = held
+    else:
+        raise ValueError(f"at t = {state.t} s the link statuses did not settle in "
+                         f"{MAX_CHECKS} status checks (check valves, pumps at shutoff, full "
+                         "or empty tanks); EPANET would stop checking and go on.")
+    is_open = state.open & ~state.held
+    state.inflow = _tank_inflows(state, np.where(is_open, flows, 0.0)) * graph.ratio
     return {"time": state.t, "levels": levels.copy(), "junction_heads": heads,
-            "reservoir_heads": res_heads, "flows": np.where(state.open, flows, 0.0),
-            "open": state.open.copy(), "iterations": int(solution.iterations),
+            "reservoir_heads": res_heads, "flows": np.where(is_open, flows, 0.0),
+            "open": is_open, "iterations": int(solution.iterations),
             "converged": True, "residual_norm": float(solution.residual_norm)}
 
 
+def _node_heads(net: WaterNetwork, heads, res_heads, levels) -> dict:
+    """Head (m) of every node by id."""
+    out = {j.name: h for j, h in zip(net.junctions, heads)}
+    out.update({r.name: h for r, h in zip(net.reservoirs, res_heads)})
+    out.update({k.name: k.elevation + lv for k, lv in zip(net.tanks, levels)})
+    return out
+
+
 def _tank_inflows(state: EPSState, flows: np.ndarray) -> np.ndarray:
-    """Net inflow (m3/s) of each tank, closed links' tiny flows included (as in EPANET)."""
+    """Net inflow (m3/s) of each tank (``flows`` 0 in closed links: EPANET leaves them out)."""
     inflow = np.zeros(len(state.net.tanks))
     for link, q in zip(state.links, flows):
         if link.start in state.tank_index:
@@ -137,31 +160,6 @@ def _tank_inflows(state: EPSState, flows: np.ndarray) -> np.ndarray:
         if link.end in state.tank_index:
             inflow[state.tank_index[link.end]] += q
     return inflow
-
-
-def _check_statuses(state: EPSState, heads: np.ndarray, flows: np.ndarray) -> None:
-    """Refuse solutions in which EPANET would close a link during the solve: reverse flow in
-    an open pump or check valve, flow into a full or out of an empty tank."""
-    net, problems = state.net, []
-    for k, link in enumerate(state.links):
-        if not state.open[k]:
-            continue
-        if (getattr(link, "check_valve", False) or k >= len(net.pipes)) and flows[k] < -QZERO:
-            problems.append(f"reverse flow {flows[k]:.3g} m3/s in {link.name!r}")
-        for end, sign in ((link.start, -1.0), (link.end, 1.0)):
-            i = state.tank_index.get(end)
-            if i is None:
-                continue
-            tank, q = net.tanks[i], sign * flows[k]
-            if (state.levels()[i] >= tank.max_level and q > QZERO) or \
-                    (state.levels()[i] <= tank.min_level and q < -QZERO):
-                problems.append(f"link {link.name!r} {'fills full' if q > 0 else 'drains empty'}"
-                                f" tank {tank.name!r}")
-    if problems:
-        raise ValueError(f"at t = {state.t} s: " + "; ".join(problems) + ". EPANET would close "
-                         "these links temporarily; that status logic is not modelled in "
-                         "extended-period runs. Add controls that keep the tanks within their "
-                         "levels and the pumps running forward.")
 
 
 def _result(net: WaterNetwork, rows: list, clock: Clock) -> EPSResult:

@@ -39,8 +39,9 @@ class Clock:
 
 
 class EPSState:
-    """The changing state: time, report time, tank volumes (m3), link statuses (True open),
-    pump settings (speed) and the last net tank inflows (m3/s, EPANET-scaled)."""
+    """The changing state: time, report time, tank volumes (m3), link statuses (``open``: by
+    the file and controls; ``held``: closed for now by EPANET's status checks), pump settings
+    (speed) and the last net tank inflows (m3/s, EPANET-scaled)."""
 
     def __init__(self, net: WaterNetwork, clock: Clock):
         self.net, self.t, self.rtime = net, 0, clock.rstep
@@ -49,6 +50,7 @@ class EPSState:
         self.links = [*net.pipes, *net.pumps]
         self.open = np.asarray([link.initial_status == "OPEN" for link in self.links])
         self.setting = np.asarray([1.0] * len(net.pipes) + [p.speed for p in net.pumps])
+        self.held = np.zeros(len(self.links), dtype=bool)  # closed by a status check
         self.inflow = np.zeros(len(net.tanks))
         self.tank_index = {k.name: i for i, k in enumerate(net.tanks)}
         self.link_index = {link.name: i for i, link in enumerate(self.links)}
@@ -59,6 +61,16 @@ class EPSState:
 
     def volume_at(self, i: int, level: float) -> float:
         return self.area[i] * level
+
+    def is_full(self, i: int) -> bool:
+        return self.volume[i] >= self.volume_at(i, self.net.tanks[i].max_level)
+
+    def is_empty(self, i: int) -> bool:
+        return self.volume[i] <= self.volume_at(i, self.net.tanks[i].min_level)
+
+    def status_differs(self, k: int, status: str) -> bool:
+        """EPANET's ``LinkStatus != status``: a link held closed differs from both."""
+        return bool(self.held[k]) or bool(self.open[k]) != (status == "OPEN")
 
 
 def check_supported(net: WaterNetwork) -> None:
@@ -122,8 +134,10 @@ def controls(state: EPSState, clock: Clock) -> list[int]:
             k = state.link_index[c.link]
             is_pump = k >= len(net.pipes)
             new_setting = c.setting if is_pump else state.setting[k]
-            if state.open[k] != (c.status == "OPEN") or state.setting[k] != new_setting:
+            was_open = state.open[k] and not state.held[k]
+            if was_open != (c.status == "OPEN") or state.setting[k] != new_setting:
                 state.open[k], state.setting[k] = c.status == "OPEN", new_setting
+                state.held[k] = False
                 changed.append(c.line)
     return changed
 
@@ -185,8 +199,7 @@ def _control_step(state: EPSState, clock: Clock, tstep: int, why: str) -> tuple[
         t = _control_time(state, clock, c)
         k = state.link_index[c.link]
         is_pump = k >= len(net.pipes)
-        changes = (is_pump and state.setting[k] != c.setting) or \
-            (state.open[k] != (c.status == "OPEN"))
+        changes = (is_pump and state.setting[k] != c.setting) or state.status_differs(k, c.status)
         if 0 < t < tstep and changes:
             tstep, why = t, f"control on line {c.line}"
     return tstep, why

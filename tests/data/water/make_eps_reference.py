@@ -37,6 +37,26 @@ CASES = {  # network: (input file, nodes, links); None: every node/link
              ["10", "335", "330", "20", "40", "50", "101"]),
 }
 
+_NO_CONTROLS = [[" LINK 9 OPEN IF NODE 2 BELOW 110", ""], [" LINK 9 CLOSED IF NODE 2 ABOVE 140", ""]]
+#: Net1 edited so that EPANET's status checks act (the tests apply the same "edits"):
+#: a tank that fills (pipe 110 held closed), a pump at its shutoff head (XHEAD), a check valve.
+EDITED = {
+    "Net1_full_tank": _NO_CONTROLS,
+    "Net1_xhead": _NO_CONTROLS + [["120         \t100         \t150", "290         \t100         \t300"]],
+    "Net1_cv": [["100         \t0           \tOpen  \t;", "100         \t0           \tCV    \t;"]],
+}
+
+
+def edited(name: str, edits: list) -> Path:
+    """A copy of Net1.inp with ``edits`` ([old, new] text replacements) in /tmp."""
+    text = (HERE / "Net1.inp").read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    path = Path("/tmp") / f"{name}.inp"
+    path.write_text(text)
+    return path
+
 
 def link_id(en, index: int) -> str:
     """The link's id (wntr's toolkit wraps EN_getnodeid but not EN_getlinkid)."""
@@ -93,6 +113,10 @@ def main() -> None:
             doc = record(name, path, nodes, links, accuracy)
             (HERE / f"eps_{name}{suffix}.json").write_text(json.dumps(doc, indent=0) + "\n")
             print(name + suffix, len(doc["steps"]), "hydraulic times")
+    for name, edits in EDITED.items():
+        doc = {**record(name, edited(name, edits), None, None, TIGHT), "edits": edits}
+        (HERE / f"eps_{name}_tight.json").write_text(json.dumps(doc, indent=0) + "\n")
+        print(name, len(doc["steps"]), "hydraulic times")
 
 
 if __name__ == "__main__":

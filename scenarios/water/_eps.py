@@ -88,8 +88,8 @@ def simulate_eps(network: WaterNetwork, duration: int | None = None,
     ``hydraulic_step`` (s) default to the file's [TIMES]; ``method``/``constants`` as in
     ``build_water``. Links that EPANET closes during a solve (check valves against reverse
     flow, pumps above their shutoff head, links that would overfill or overdrain a tank) are
-    closed the same way. Raises ValueError for what is not modelled (rules, volume curves,
-    pressure controls)."""
+    closed the same way. Raises ValueError for what is not modelled (rules, pressure
+    controls)."""
     duration = network.duration_s if duration is None else int(duration)
     if duration <= 0:
         raise ValueError(f"network {network.title!r} has DURATION 0 (a single snapshot): solve "

@@ -46,7 +46,9 @@ class EPSState:
     def __init__(self, net: WaterNetwork, clock: Clock):
         self.net, self.t, self.rtime = net, 0, clock.rstep
         self.area = np.asarray([math.pi * k.diameter ** 2 / 4.0 for k in net.tanks])
-        self.volume = self.area * np.asarray([k.init_level for k in net.tanks])
+        self.curves = [_volume_curve(net, k) for k in net.tanks]
+        self.volume = np.asarray([self.volume_at(i, k.init_level)
+                                  for i, k in enumerate(net.tanks)])
         self.links = [*net.pipes, *net.pumps]
         self.open = np.asarray([link.initial_status == "OPEN" for link in self.links])
         self.setting = np.asarray([1.0] * len(net.pipes) + [p.speed for p in net.pumps])
@@ -56,11 +58,15 @@ class EPSState:
         self.link_index = {link.name: i for i, link in enumerate(self.links)}
 
     def levels(self) -> np.ndarray:
-        """Tank levels above their elevation (m)."""
-        return self.volume / self.area
+        """Tank levels above their elevation (m): EPANET ``tankgrade``."""
+        return np.asarray([v / a if c is None else np.interp(v, c[1], c[0])
+                           for v, a, c in zip(self.volume, self.area, self.curves)])
 
     def volume_at(self, i: int, level: float) -> float:
-        return self.area[i] * level
+        """Volume (m3) of tank ``i`` at ``level``: EPANET ``tankvolume`` (its ``interp`` holds
+        the end values beyond a volume curve, as ``np.interp`` does)."""
+        c = self.curves[i]
+        return self.area[i] * level if c is None else float(np.interp(level, c[0], c[1]))
 
     def is_full(self, i: int) -> bool:
         return self.volume[i] >= self.volume_at(i, self.net.tanks[i].max_level)
@@ -73,6 +79,18 @@ class EPSState:
         return bool(self.held[k]) or bool(self.open[k]) != (status == "OPEN")
 
 
+def _volume_curve(net: WaterNetwork, tank) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(levels m, volumes m3)`` of the tank's volume curve, or None (a cylinder)."""
+    if tank.volume_curve is None:
+        return None
+    points = np.asarray(net.curves[tank.volume_curve], dtype=float)
+    levels, volumes = points[:, 0] * net.units.length, points[:, 1] * net.units.volume
+    if np.any(np.diff(levels) <= 0) or np.any(np.diff(volumes) <= 0):
+        raise ValueError(f"volume curve {tank.volume_curve!r} of tank {tank.name!r}: levels "
+                         "and volumes must both increase from point to point.")
+    return levels, volumes
+
+
 def check_supported(net: WaterNetwork) -> None:
     """Raise ValueError for what this EPS engine does not model."""
     rules = [r for r in net.rules if r.strip() and not r.strip().startswith(";")]
@@ -80,10 +98,6 @@ def check_supported(net: WaterNetwork) -> None:
         raise ValueError(f"network {net.title!r} has rule-based controls ([RULES]); the "
                          "extended-period run supports simple [CONTROLS] only. Rewrite the "
                          "rules as simple controls or remove them.")
-    for tank in net.tanks:
-        if tank.volume_curve is not None:
-            raise ValueError(f"tank {tank.name!r} has volume curve {tank.volume_curve!r}; "
-                             "only cylindrical tanks are supported in extended-period runs.")
     kinds = {j.name: "junction" for j in net.junctions}
     for c in net.controls:
         if c.enabled and c.node is not None and kinds.get(c.node) == "junction":

@@ -126,10 +126,12 @@ def test_refuses_what_is_not_modelled(text, match):
     ("Net1_xhead", {"9": (0, 3600)}),            # pump 9 above its shutoff head (XHEAD)
     ("Net1_cv", {"110": (0, DAY)}),              # pipe 110 a check valve against the tank
     ("Net1_volume_curve", {"9": (62104, DAY)}),  # tank 2 by a volume curve; control at 140 ft
-])
+    ("Net1_patterns", {"111": (54000, 68400)}),  # pump speed and reservoir head patterns,
+])                                               # 111 closed at 3 PM, open at 19:30
 def test_edited_net1_matches_epanet(name, held):
-    """EPANET's status checks (``linkstatus``) and a tank volume curve, on edited copies of
-    Net1 (the reference JSON holds the edits). Measured at most: levels 2.8e-9 m, heads 7.6e-9 m, flows 2.4e-10 m3/s."""
+    """EPANET's status checks (``linkstatus``), a tank volume curve, pump-speed and reservoir
+    patterns with clock-time controls, on edited copies of Net1 (the JSON holds the edits). Measured at most: levels 2.8e-9 m, heads
+    7.6e-9 m, flows 2.4e-10 m3/s."""
     doc = json.loads((DATA / f"eps_{name}_tight.json").read_text())
     result = simulate_eps(read_inp(_net1(*doc["edits"])))
     steps = doc["steps"]

@@ -120,8 +120,7 @@ def _solve_at(graph: EPSGraph, state: EPSState, clock: Clock) -> dict:
     levels = state.levels()
     speeds = state.setting[len(state.net.pipes):]
     for _ in range(MAX_CHECKS):
-        values = StepValues(dem, levels, res_heads, (state.open & ~state.held).astype(float),
-                            speeds)
+        values = StepValues(dem, levels, res_heads, state.flowing().astype(float), speeds)
         heads, flows, solution = graph.solve(values)
         if not bool(solution.converged):
             raise RuntimeError(f"the hydraulic solve at t = {state.t} s did not converge: "
@@ -135,7 +134,7 @@ def _solve_at(graph: EPSGraph, state: EPSState, clock: Clock) -> dict:
         raise ValueError(f"at t = {state.t} s the link statuses did not settle in "
                          f"{MAX_CHECKS} status checks (check valves, pumps at shutoff, full "
                          "or empty tanks); EPANET would stop checking and go on.")
-    is_open = state.open & ~state.held
+    is_open = state.flowing()
     state.inflow = _tank_inflows(state, np.where(is_open, flows, 0.0)) * graph.ratio
     return {"time": state.t, "levels": levels.copy(), "junction_heads": heads,
             "reservoir_heads": res_heads, "flows": np.where(is_open, flows, 0.0),

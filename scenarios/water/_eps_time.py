@@ -74,6 +74,11 @@ class EPSState:
     def is_empty(self, i: int) -> bool:
         return self.volume[i] <= self.volume_at(i, self.net.tanks[i].min_level)
 
+    def flowing(self) -> np.ndarray:
+        """Links open for the solve: open, not held closed, not a pump at speed 0 (EPANET
+        treats one as closed)."""
+        return self.open & ~self.held & (self.setting != 0.0)
+
     def status_differs(self, k: int, status: str) -> bool:
         """EPANET's ``LinkStatus != status``: a link held closed differs from both."""
         return bool(self.held[k]) or bool(self.open[k]) != (status == "OPEN")
@@ -126,11 +131,11 @@ def demands(state: EPSState, clock: Clock) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _set_speed(state: EPSState, k: int, value: float) -> None:
-    """EPANET ``setlinksetting`` for a pump."""
+    """EPANET ``setlinksetting`` for a pump (a pump held closed counts as closed)."""
     state.setting[k] = value
-    if value > 0 and not state.open[k]:
-        state.open[k] = True
-    if value == 0 and state.open[k]:
+    if value > 0 and (not state.open[k] or state.held[k]):
+        state.open[k], state.held[k] = True, False
+    if value == 0 and state.open[k] and not state.held[k]:
         state.open[k] = False
 
 

@@ -37,18 +37,28 @@ CASES = {  # network: (input file, nodes, links); None: every node/link
              ["10", "335", "330", "20", "40", "50", "101"]),
 }
 
-_NO_CONTROLS = [[" LINK 9 OPEN IF NODE 2 BELOW 110", ""], [" LINK 9 CLOSED IF NODE 2 ABOVE 140", ""]]
+_NO_CONTROLS = [[" LINK 9 OPEN IF NODE 2 BELOW 110", ""],
+                [" LINK 9 CLOSED IF NODE 2 ABOVE 140", ""]]
 #: Net1 edited so that EPANET's status checks act (the tests apply the same "edits"):
 #: a tank that fills (pipe 110 held closed), a pump at its shutoff head (XHEAD), a tank with a
-#: volume curve, a check valve.
+#: volume curve, pump-speed and reservoir-head patterns with clock and time controls, a check
+#: valve.
 EDITED = {
     "Net1_full_tank": _NO_CONTROLS,
-    "Net1_xhead": _NO_CONTROLS + [["120         \t100         \t150", "290         \t100         \t300"]],
+    "Net1_xhead": _NO_CONTROLS + [["120         \t100         \t150",
+                                   "290         \t100         \t300"]],
     "Net1_volume_curve": [["50.5        \t0           \t                \t;",
                            "50.5        \t0           \tV2              \t;"],
                           [" 1               \t1500        \t250         ",
                            " 1               \t1500        \t250         \n V2 0 0\n V2 100 "
                            "150000\n V2 125 230000\n V2 150 330000"]],
+    "Net1_patterns": [[" 9               \t800         \t                \t;",
+                       " 9               \t800         \tR9              \t;"],
+                      ["HEAD 1\t;", "HEAD 1 PATTERN P9\t;"],
+                      [";Demand Pattern", " P9 1 1.1 1.2 0 0.9 1 1 1.15 1 0 1 1\n"
+                       " R9 1 1.01 0.99 1 1.02 1"],
+                      [" LINK 9 CLOSED IF NODE 2 ABOVE 140", " LINK 9 CLOSED IF NODE 2 ABOVE 140"
+                       "\n LINK 111 CLOSED AT CLOCKTIME 3 PM\n LINK 111 OPEN AT TIME 19.5"]],
     "Net1_cv": [["100         \t0           \tOpen  \t;", "100         \t0           \tCV    \t;"]],
 }
 

@@ -85,7 +85,8 @@ def simulate_eps(network: WaterNetwork, duration: int | None = None,
                  hydraulic_step: int | None = None, method: Any = None,
                  constants: Any = "epanet") -> EPSResult:
     """Extended-period run of ``network`` as EPANET 2.2 steps it. ``duration`` and
-    ``hydraulic_step`` (s) default to the file's [TIMES]; ``method``/``constants`` as in
+    ``hydraulic_step`` (s; at most the pattern and report steps, as EPANET caps it) default
+    to the file's [TIMES]; ``method``/``constants`` as in
     ``build_water``. Links that EPANET closes during a solve (check valves against reverse
     flow, pumps above their shutoff head, links that would overfill or overdrain a tank) are
     closed the same way. Raises ValueError for what is not modelled (rules, pressure

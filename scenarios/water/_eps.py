@@ -1,7 +1,8 @@
 """``simulate_eps``: EPANET 2.2's extended-period hydraulics on the steady-state solve.
 
 At each hydraulic time: demands, reservoir heads and pump speeds from the patterns, then the
-simple controls, then one solve with the tank heads fixed; the next time is the smallest of
+simple controls, then a solve with the tank heads fixed (repeated while EPANET's status checks
+and pressure controls change links); the next time is the smallest of
 the hydraulic step, the next pattern period, the next report time and the times at which a
 tank would fill or drain or a tank-level control would fire; tank volumes then advance by
 ``dV = q dt``. One lowered graph (:class:`EPSGraph`) serves every step.
@@ -15,7 +16,7 @@ import numpy as np
 
 from .._tables import pandas
 from ._eps_graph import EPSGraph, StepValues
-from ._eps_status import MAX_CHECKS, held_closed
+from ._eps_status import MAX_CHECKS, held_closed, pressure_switch
 from ._eps_time import (Clock, EPSState, check_supported, controls, demands, tanklevels,
                         timestep)
 from ._inp_types import WaterNetwork
@@ -89,8 +90,8 @@ def simulate_eps(network: WaterNetwork, duration: int | None = None,
     to the file's [TIMES]; ``method``/``constants`` as in
     ``build_water``. Links that EPANET closes during a solve (check valves against reverse
     flow, pumps above their shutoff head, links that would overfill or overdrain a tank) are
-    closed the same way. Raises ValueError for what is not modelled (rules, pressure
-    controls)."""
+    closed the same way, and controls on junction pressure act after each solve, as in
+    EPANET. Raises ValueError for what is not modelled (rules)."""
     duration = network.duration_s if duration is None else int(duration)
     if duration <= 0:
         raise ValueError(f"network {network.title!r} has DURATION 0 (a single snapshot): solve "
@@ -128,13 +129,15 @@ def _solve_at(graph: EPSGraph, state: EPSState, clock: Clock) -> dict:
                                f"{solution.message()}")
         node_heads = _node_heads(state.net, heads, res_heads, levels)
         held = held_closed(state, node_heads, flows, state.held)
-        if np.array_equal(held, state.held):
-            break
+        changed = not np.array_equal(held, state.held)
         state.held = held
+        if not (pressure_switch(state, node_heads) or changed):
+            break
     else:
         raise ValueError(f"at t = {state.t} s the link statuses did not settle in "
                          f"{MAX_CHECKS} status checks (check valves, pumps at shutoff, full "
-                         "or empty tanks); EPANET would stop checking and go on.")
+                         "or empty tanks, pressure controls); EPANET would stop checking and "
+                         "go on.")
     is_open = state.flowing()
     state.inflow = _tank_inflows(state, np.where(is_open, flows, 0.0)) * graph.ratio
     return {"time": state.t, "levels": levels.copy(), "junction_heads": heads,

@@ -8,6 +8,7 @@ A link open by its status and controls is held closed for the moment ("temporari
 EPANET re-opens such links at every status check and closes them again while the condition
 holds; a closed link carries the tiny flow ``dh / CBIG``, so the condition is judged on the
 direction of the head difference. :func:`held_closed` is one such check (JAX-free).
+:func:`pressure_switch` applies the controls on junction pressure after a solve (``pswitch``).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import numpy as np
 from ._eps_time import EPSState
 from ._inp_units import CFS, FT
 
-__all__ = ["held_closed", "MAX_CHECKS"]
+__all__ = ["held_closed", "pressure_switch", "pressure_per_ft", "MAX_CHECKS"]
 
 HTOL = 0.0005 * FT   # EPANET's head tolerance, 0.0005 ft
 QTOL = 1e-4 * CFS    # EPANET's flow tolerance, 1e-4 cfs
@@ -74,3 +75,44 @@ def _tank_closed(state: EPSState, link, q: float) -> bool:
         if (state.is_full(i) and into > 0.0) or (state.is_empty(i) and into < 0.0):
             return True
     return False
+
+
+#: File pressure units per ft of head (EPANET's ``Ucf[PRESSURE]`` before specific gravity).
+_PRESSURE_PER_FT = {"PSI": 0.4333, "KPA": 6.895 * 0.4333, "BAR": 0.068948 * 0.4333,
+                    "METERS": FT, "FEET": 1.0}
+
+
+def pressure_per_ft(net) -> float:
+    """The file's pressure units per ft of water (PRESSURE and SPECIFIC GRAVITY options;
+    METERS for SI flow units, PSI for US ones, by default)."""
+    opts = {k.upper(): v for k, v in net.options.items()}
+    unit = opts.get("PRESSURE", "").upper()
+    unit = next((u for u in _PRESSURE_PER_FT if unit and u.startswith(unit[:3])),
+                "PSI" if net.units.is_us else "METERS")
+    gravity = float(opts.get("SPECIFIC GRAVITY", 1.0)) if unit in ("PSI", "KPA", "BAR") else 1.0
+    return _PRESSURE_PER_FT[unit] * gravity
+
+
+def pressure_switch(state: EPSState, node_heads: dict) -> bool:
+    """EPANET ``pswitch``: apply each enabled control on a junction's pressure whose
+    condition holds; True when a link's status or setting changed."""
+    net, anychange = state.net, False
+    elevations = {j.name: j.elevation for j in net.junctions}
+    per_ft = pressure_per_ft(net)
+    for c in net.controls:
+        if not c.enabled or c.node not in elevations:
+            continue
+        grade = elevations[c.node] + c.level / per_ft * FT
+        h = node_heads[c.node]
+        if not ((c.kind == "low_level" and h <= grade + HTOL)
+                or (c.kind == "high_level" and h >= grade - HTOL)):
+            continue
+        k = state.link_index[c.link]
+        is_pump = k >= len(net.pipes)
+        change = state.setting[k] != c.setting if is_pump else state.status_differs(k, c.status)
+        if change:
+            state.open[k], state.held[k] = c.status == "OPEN", False
+            if is_pump:
+                state.setting[k] = c.setting
+            anychange = True
+    return anychange

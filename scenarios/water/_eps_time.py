@@ -56,6 +56,7 @@ class EPSState:
         self.inflow = np.zeros(len(net.tanks))
         self.tank_index = {k.name: i for i, k in enumerate(net.tanks)}
         self.link_index = {link.name: i for i, link in enumerate(self.links)}
+        self.junctions = {j.name for j in net.junctions}
 
     def levels(self) -> np.ndarray:
         """Tank levels above their elevation (m): EPANET ``tankgrade``."""
@@ -103,12 +104,6 @@ def check_supported(net: WaterNetwork) -> None:
         raise ValueError(f"network {net.title!r} has rule-based controls ([RULES]); the "
                          "extended-period run supports simple [CONTROLS] only. Rewrite the "
                          "rules as simple controls or remove them.")
-    kinds = {j.name: "junction" for j in net.junctions}
-    for c in net.controls:
-        if c.enabled and c.node is not None and kinds.get(c.node) == "junction":
-            raise ValueError(f"the control on line {c.line} depends on the pressure at "
-                             f"junction {c.node!r}; only tank/reservoir level and time "
-                             "controls are supported in extended-period runs.")
 
 
 def demands(state: EPSState, clock: Clock) -> tuple[np.ndarray, np.ndarray]:
@@ -167,8 +162,8 @@ def _fires(state: EPSState, clock: Clock, c: Control) -> bool:
     if c.kind == "clocktime":
         return (state.t + clock.tstart) % DAY == c.time_s
     i = state.tank_index.get(c.node)
-    if i is None:  # a reservoir: EPANET compares two zero volumes
-        return True
+    if i is None:  # a reservoir: EPANET compares two zero volumes; a junction: after a solve
+        return c.node not in state.junctions
     v1, vplus = state.volume[i], abs(state.inflow[i])
     v2 = state.volume_at(i, _grade(state.net, c) - state.net.tanks[i].elevation)
     return v1 <= v2 + vplus if c.kind == "low_level" else v1 >= v2 - vplus

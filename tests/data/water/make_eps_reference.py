@@ -41,8 +41,8 @@ _NO_CONTROLS = [[" LINK 9 OPEN IF NODE 2 BELOW 110", ""],
                 [" LINK 9 CLOSED IF NODE 2 ABOVE 140", ""]]
 #: Net1 edited so that EPANET's status checks act (the tests apply the same "edits"):
 #: a tank that fills (pipe 110 held closed), a pump at its shutoff head (XHEAD), a tank with a
-#: volume curve, pump-speed and reservoir-head patterns with clock and time controls, a check
-#: valve.
+#: volume curve, pump-speed and reservoir-head patterns with clock and time controls, pump
+#: controls on a junction's pressure (psi), a check valve.
 EDITED = {
     "Net1_full_tank": _NO_CONTROLS,
     "Net1_xhead": _NO_CONTROLS + [["120         \t100         \t150",
@@ -59,6 +59,8 @@ EDITED = {
                        " R9 1 1.01 0.99 1 1.02 1"],
                       [" LINK 9 CLOSED IF NODE 2 ABOVE 140", " LINK 9 CLOSED IF NODE 2 ABOVE 140"
                        "\n LINK 111 CLOSED AT CLOCKTIME 3 PM\n LINK 111 OPEN AT TIME 19.5"]],
+    "Net1_pressure": [[" LINK 9 OPEN IF NODE 2 BELOW 110", " LINK 9 OPEN IF NODE 12 BELOW 113"],
+                      [" LINK 9 CLOSED IF NODE 2 ABOVE 140", " LINK 9 CLOSED IF NODE 12 ABOVE 125"]],
     "Net1_cv": [["100         \t0           \tOpen  \t;", "100         \t0           \tCV    \t;"]],
 }
 

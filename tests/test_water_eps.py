@@ -119,6 +119,11 @@ def test_refuses_what_is_not_modelled(text, match):
         simulate_eps(read_inp(text))
 
 
+def test_refuses_a_bad_step():
+    with pytest.raises(ValueError, match="hydraulic_step must be a positive"):
+        simulate_eps(read_inp(DATA / "Net1.inp"), hydraulic_step=-60)
+
+
 @pytest.mark.parametrize("name, held", [
     ("Net1_full_tank", {"110": (57153, DAY)}),   # tank 2 full: pipe 110 held closed
     ("Net1_xhead", {"9": (0, 3600)}),            # pump 9 above its shutoff head (XHEAD)

@@ -96,8 +96,11 @@ def simulate_eps(network: WaterNetwork, duration: int | None = None,
     if duration <= 0:
         raise ValueError(f"network {network.title!r} has DURATION 0 (a single snapshot): solve "
                          "it with build_water(network).solve(), or pass duration=seconds.")
+    if hydraulic_step is not None and int(hydraulic_step) <= 0:
+        raise ValueError(f"hydraulic_step must be a positive number of seconds, got "
+                         f"{hydraulic_step!r}")
     check_supported(network)
-    clock = Clock(network, duration, hydraulic_step or network.hydraulic_step_s)
+    clock = Clock(network, duration, int(hydraulic_step or network.hydraulic_step_s))
     state = EPSState(network, clock)
     graph = EPSGraph(network, method or DEFAULT_METHOD, constants)
     rows = []

@@ -22,6 +22,7 @@ The tolerances below are about 10x those. With the file's ACCURACY 0.001, EPANET
 error moves Net3's tank 1 by 5e-6 m by hour 21, enough to round a control time to 76779 s
 instead of our (and EPANET-at-1e-8's) 76778 s: Net3 is compared with the tight reference only.
 """
+import dataclasses
 import json
 from pathlib import Path
 
@@ -91,6 +92,16 @@ def test_report_grid_and_json(runs):
     assert doc["analysis"] == "eps" and doc["time"] == report.times.tolist()
     assert set(doc["tank_levels"]) == {"2"} and len(doc["heads"]["10"]) == 25
     json.dumps(doc)
+
+
+def test_report_start_between_hydraulic_times():
+    """REPORT START 0:30 with 1 h steps: each report shows the last solution before it."""
+    net = dataclasses.replace(read_inp(DATA / "Net1.inp"), report_start_s=1800)
+    r = simulate_eps(net, duration=3 * 3600)
+    report = r.report()
+    assert report.times.tolist() == [1800, 5400, 9000]
+    assert report.heads["10"].tolist() == r.heads["10"][:3].tolist()
+    assert r.times.tolist() == [0, 3600, 7200, 10800]
 
 
 def test_hydraulic_step_override():

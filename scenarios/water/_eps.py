@@ -33,7 +33,7 @@ class EPSResult:
     ``tank_levels`` (m above the tank's elevation), ``heads`` (m), ``flows`` (m3/s; 0 in closed
     links, as EPANET reports), ``status`` (1 open, 0 closed) by EPANET id, each an array over
     the times; ``iterations`` (Newton steps), ``converged`` and ``residual_norm`` (max|F|, m or
-    m3/s) per time. ``report_times``: the report grid (``report()`` keeps those rows only)."""
+    m3/s) per time. ``report_times``: the report grid (``report()`` gives the rows there)."""
 
     times: np.ndarray
     step_ends: tuple[str, ...]
@@ -50,10 +50,12 @@ class EPSResult:
         return len(self.times)
 
     def report(self) -> "EPSResult":
-        """The rows at the report times (REPORT START, then every REPORT TIMESTEP)."""
-        keep = np.isin(self.times, self.report_times)
+        """One row per report time (REPORT START, then every REPORT TIMESTEP up to the
+        duration): the solution in effect then, from the last hydraulic time at or before it
+        (as EPANET reports; with REPORT START a multiple of the step, that time itself)."""
+        keep = np.searchsorted(self.times, self.report_times, side="right") - 1
         pick = lambda table: {k: v[keep] for k, v in table.items()}  # noqa: E731
-        return EPSResult(self.times[keep], tuple(np.asarray(self.step_ends)[keep]),
+        return EPSResult(self.report_times, tuple(np.asarray(self.step_ends)[keep]),
                          pick(self.tank_levels), pick(self.heads), pick(self.flows),
                          pick(self.status), self.iterations[keep], self.converged[keep],
                          self.residual_norm[keep], self.report_times)
@@ -177,8 +179,7 @@ def _result(net: WaterNetwork, rows: list, clock: Clock) -> EPSResult:
     heads.update({r.name: rheads[:, i] for i, r in enumerate(net.reservoirs)})
     heads.update({k.name: k.elevation + levels[:, i] for i, k in enumerate(net.tanks)})
     times = stack("time")
-    start = net.report_start_s
-    report = times[(times >= start) & ((times - start) % clock.rstep == 0)]
+    report = np.arange(net.report_start_s, clock.duration + 1, clock.rstep)
     return EPSResult(times, tuple(r["end"] for r in rows),
                      {k.name: levels[:, i] for i, k in enumerate(net.tanks)},
                      {n: heads[n] for n in net.node_names},

@@ -124,6 +124,7 @@ def _net1(*edits) -> str:
     (_net1(["[RULES]", "[RULES]\nRULE 1\nIF TANK 2 LEVEL ABOVE 140\nTHEN PUMP 9 STATUS IS "
                        "CLOSED"]), "rule-based"),
     (_net1([" Duration           \t24:00", " Duration           \t0:00"]), "DURATION 0"),
+    (_net1(["50.5        \t0", "0        \t0"]), "diameter 0 and no volume curve"),
 ])
 def test_refuses_what_is_not_modelled(text, match):
     with pytest.raises(ValueError, match=match):

@@ -104,6 +104,10 @@ def check_supported(net: WaterNetwork) -> None:
         raise ValueError(f"network {net.title!r} has rule-based controls ([RULES]); the "
                          "extended-period run supports simple [CONTROLS] only. Rewrite the "
                          "rules as simple controls or remove them.")
+    for tank in net.tanks:
+        if tank.diameter <= 0.0 and tank.volume_curve is None:
+            raise ValueError(f"tank {tank.name!r} has diameter 0 and no volume curve; give it "
+                             "a diameter or a volume curve (or make it a reservoir).")
 
 
 def demands(state: EPSState, clock: Clock) -> tuple[np.ndarray, np.ndarray]:

@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--flat-start", action="store_true",
                      help="powerflow: start from Vm = 1, Va = the slack angle instead of the "
                      "case file's voltages (other starts are tried if Newton fails)")
+    run.add_argument("--eps", action="store_true",  # water's hook: scenarios/water/_run.py
+                     help="water: extended-period run over the file's [TIMES] DURATION (tank "
+                     "levels, patterns, simple controls), JSON on the report grid")
     run.add_argument("--distributed", action="store_true",
                      help="one of several processes (jax.distributed, set up from "
                      "SIMGRAPH_COORDINATOR, SIMGRAPH_NUM_PROCESSES, SIMGRAPH_PROCESS_ID): the "
@@ -153,6 +156,10 @@ def cmd_run(args) -> int:
     for flag, out in (("--json", args.json), ("--plot", args.plot)):
         _check_writable(flag, out)
     options = {"start": "flat"} if args.flat_start else {}
+    if args.eps:  # water's extended-period hook
+        if args.name != "water":
+            raise UsageError("--eps is for the water scenario only")
+        options["eps"] = True
     report = scenario.run(args.input, sweep, progress=sys.stderr.isatty(), **options)
     print(report.table())
     if args.json:

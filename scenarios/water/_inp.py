@@ -64,7 +64,8 @@ class _InpReader:
     def read(self, s: Sections) -> WaterNetwork:
         flow_units, headloss, dmult, default_pattern = self._options(s["OPTIONS"])
         units = unit_system(flow_units)
-        step, start, clock = self._times(s["TIMES"])
+        times = self._times(s["TIMES"])
+        step, start, clock = times["PATTERN TIME"], times["PATTERN STAR"], times["START"]
         self.patterns = self._series(s["PATTERNS"], "pattern")
         self.curves = {k: tuple(zip(v[::2], v[1::2])) for k, v in
                        self._series(s["CURVES"], "curve", pairs=True).items()}
@@ -100,7 +101,9 @@ class _InpReader:
             pumps=tuple(states[p.name].finish_pump(p) for p in pumps), patterns=self.patterns,
             curves=self.curves, controls=controls, rules=tuple(x.text for x in s["RULES"]),
             options=self.options, pattern_step_s=step, pattern_start_s=start,
-            start_clocktime_s=clock, coordinates=coordinates, vertices=vertices)
+            start_clocktime_s=clock, coordinates=coordinates, vertices=vertices,
+            duration_s=times["DURATION"], hydraulic_step_s=times["HYDRAULIC"],
+            report_step_s=times["REPORT TIME"], report_start_s=times["REPORT STAR"])
 
     # ----- options and times ----------------------------------------------------------
     def _options(self, lines: list[Line]):
@@ -129,8 +132,10 @@ class _InpReader:
                 dmult = self.num(line, 2, "demand multiplier", 0.0, strict=True)
         return flow_units, headloss, dmult, default_pattern
 
-    def _times(self, lines: list[Line]) -> tuple[int, int, int]:
-        values = {"PATTERN TIME": 3600, "PATTERN STAR": 0, "START": 0}
+    def _times(self, lines: list[Line]) -> dict[str, int]:
+        """[TIMES] in seconds, with EPANET's defaults and adjustments (``adjustdata``)."""
+        values = {"PATTERN TIME": 3600, "PATTERN STAR": 0, "START": 0, "DURATION": 0,
+                  "HYDRAULIC": 3600, "REPORT TIME": 3600, "REPORT STAR": 0}
         for line in lines:
             words = " ".join(line.tokens).upper()
             key = next((k for k in values if words.startswith(k)), None)
@@ -143,8 +148,15 @@ class _InpReader:
                 raise self.error(line, f"bad time in {line.text!r}",
                                  "write hours as 2, 1:30, 1:30:00, '30 MIN' or '6 AM'")
             values[key] = int(3600.0 * t + 0.5)
-        step = values["PATTERN TIME"] if values["PATTERN TIME"] > 0 else 3600
-        return step, values["PATTERN STAR"], values["START"] % 86400
+        for key in ("PATTERN TIME", "HYDRAULIC"):
+            values[key] = values[key] if values[key] > 0 else 3600
+        values["REPORT TIME"] = values["REPORT TIME"] or values["PATTERN TIME"]
+        values["HYDRAULIC"] = min(values["HYDRAULIC"], values["PATTERN TIME"],
+                                  values["REPORT TIME"])
+        values["REPORT STAR"] = values["REPORT STAR"] if values["REPORT STAR"] <= \
+            values["DURATION"] else 0
+        values["START"] %= 86400
+        return values
 
     def _series(self, lines: list[Line], what: str, pairs: bool = False) -> dict:
         """[PATTERNS] / [CURVES]: values per id, several lines of one id concatenated."""

@@ -142,7 +142,9 @@ class WaterNetwork:
     ``units.epanet_flow_ratio`` is EPANET's internal/physical flow factor. ``headloss`` is
     ``"H-W"``, ``"D-W"`` or ``"C-M"``. ``patterns`` and ``curves`` are in file units.
     ``coordinates`` (``{node: (x, y)}``) and ``vertices`` (``{link: ((x, y), ...)}``, the bends
-    between its end nodes) place the network on a map, in the file's map units.
+    between its end nodes) place the network on a map, in the file's map units. The
+    ``*_s`` times are [TIMES] in seconds after EPANET's adjustments (hydraulic step at most
+    the pattern and report steps); ``duration_s > 0`` asks for an extended-period run.
     """
 
     title: str
@@ -165,6 +167,10 @@ class WaterNetwork:
     start_clocktime_s: int = 0
     coordinates: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     vertices: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
+    duration_s: int = 0
+    hydraulic_step_s: int = 3600
+    report_step_s: int = 3600
+    report_start_s: int = 0
 
     @property
     def node_names(self) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
-"""``python -m scenarios run water``: solve an EPANET ``.inp`` network at t = 0, or sweep it."""
+"""``python -m scenarios run water``: solve an EPANET ``.inp`` network at t = 0, or sweep it,
+or (``--eps``) run it over its [TIMES] DURATION."""
 from __future__ import annotations
 
 import os
@@ -8,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._cli_report import Report, SweepSpec
+from ._eps_report import eps_report
 from ._inp import read_inp
 from ._map import draw_water_map
 from ._model import SWEEP_PARAMETERS, build_water
@@ -23,12 +25,17 @@ def _name(solver: Any) -> str:
 
 
 def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
-        solver: Any = None, progress: bool | None = None) -> Report:
+        solver: Any = None, progress: bool | None = None, eps: bool = False) -> Report:
     """Solve the ``.inp`` file (default :data:`EXAMPLE`) with EPANET's constants, or sweep
-    ``demand_multiplier`` (or a parameter key path) in one batched solve."""
+    ``demand_multiplier`` (or a parameter key path) in one batched solve, or (``eps``) run
+    it over its DURATION as EPANET does (:func:`simulate_eps`)."""
     net = read_inp(input or EXAMPLE)
-    model = build_water(net, "epanet")
     name = (net.title.strip().splitlines() or [Path(str(input or EXAMPLE)).stem])[0]
+    if eps:
+        if sweep is not None:
+            raise ValueError("--eps and --sweep do not combine: run one or the other")
+        return eps_report(net, name, _name(solver), solver)
+    model = build_water(net, "epanet")
     title = f"water network {name!r} at t = 0"
     if sweep is not None:
         return _sweep_report(model, sweep, solver, progress, title)

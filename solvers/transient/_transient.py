@@ -108,14 +108,16 @@ def _only_where(pred, fn, x, old):
 def chord_newton(problem, cfg, ls, x_pred, args, atol):
     """Newton that keeps the LU of the Jacobian at the predictor while the updates shrink
     at least 4x an iteration (a large system's LU costs many residuals) and factors again
-    where they do not, or where a step limit cut the update; ``(x, converged, iters)``."""
+    where they do not, or where a step limit cut the update; ``(x, converged, iters)``.
+    One copy of the factorization in the program: the loop factors where it is stale."""
     fn = _residual_fn(problem)
 
     def factors(x):
         return ls.factorize(ls.linearize(fn, x, args)[1])
 
     def body(c):
-        x, it, _, _, fac, prev = c
+        x, it, _, _, fac, prev, stale = c
+        fac = _only_where(stale, factors, x, fac)
         f = fn(x, args)
         dx = -ls.solve_factored(fac, f).value
         finite = jnp.all(jnp.isfinite(dx)) & jnp.all(jnp.isfinite(f))
@@ -125,13 +127,14 @@ def chord_newton(problem, cfg, ls, x_pred, args, atol):
         size = jnp.max(jnp.abs(dx) / (atol + cfg.rtol * jnp.abs(new)))
         conv = finite & (frac >= 1.0) & (size <= cfg.newton_tol)
         again = finite & ~conv & ((frac < 1.0) | ~(size <= 0.25 * prev))
-        fac = _only_where(again, factors, new, fac)
-        return new, it + 1, conv, finite, fac, jnp.where(again, jnp.inf, size)
+        return new, it + 1, conv, finite, fac, jnp.where(again, jnp.inf, size), again
 
-    inf = jnp.asarray(jnp.inf, x_pred.dtype)
-    init = (x_pred, jnp.zeros((), jnp.int32), jnp.zeros((), bool), jnp.ones((), bool),
-            factors(x_pred), inf)
-    x, it, conv, ok, _, _ = lax.while_loop(
+    blank = jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype),
+                                   jax.eval_shape(factors, x_pred))
+    true = jnp.ones((), bool)
+    init = (x_pred, jnp.zeros((), jnp.int32), ~true, true, blank,
+            jnp.asarray(jnp.inf, x_pred.dtype), true)
+    x, it, conv, ok, *_ = lax.while_loop(
         lambda c: ~c[2] & c[3] & (c[1] < cfg.newton_steps), body, init)
     return x, conv & ok, it
 

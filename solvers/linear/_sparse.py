@@ -36,7 +36,7 @@ from . import _klu
 from ._host_lu import ORDERINGS, batch_solve, klu_batch_solve, plain_solve
 from ._abstract import AbstractLinearSolver, LinearSolution, finite_result
 from ._schur import schur_plan, schur_solve
-from ._sparse_lu import lu_solver
+from ._sparse_lu import lu_factored, lu_solver
 from ._sparse_plan import LUPlan, build_plan
 from ._sparse_jacobian import SparseJacobian, SparseOperator
 from ._sparsity import SparsityError, SparsityPattern
@@ -221,13 +221,25 @@ class SparseLU(_AbstractSparseSolver):
 
     def _solve(self, transpose):
         def solve(data, b):
-            tol = self.backward_tol
-            if tol is None:
-                tol = float(np.sqrt(np.finfo(data.dtype).eps))
-            core = lu_solver(self.plan, self.compressed, transpose, self.refine,
-                             self.pivot_tol, tol, self.growth_limit)
-            return core(data, b)
+            return lu_solver(*self._lu_args(data, transpose))(data, b)
         return solve
+
+    def _lu_args(self, data, transpose):
+        tol = self.backward_tol
+        if tol is None:
+            tol = float(np.sqrt(np.finfo(data.dtype).eps))
+        return (self.plan, self.compressed, transpose, self.refine, self.pivot_tol, tol,
+                self.growth_limit)
+
+    def factorize(self, operator):
+        """The LU of ``operator`` for `solve_factored` (forward solves: no gradients)."""
+        data = lax.stop_gradient(operator.data)
+        return data, lu_factored(*self._lu_args(data, False))[0](data)
+
+    def solve_factored(self, factors, b) -> LinearSolution:
+        """``J^{-1} b`` and its code with the factors of `factorize` (no gradients)."""
+        data, fac = factors
+        return LinearSolution(*lu_factored(*self._lu_args(data, False))[1](data, fac, b))
 
 
 class SparseHostLU(_AbstractSparseSolver):

@@ -128,12 +128,9 @@ def _backward_error(plan, a, x, b, transpose):
     return r, jnp.max(jnp.abs(r), axis=0) / jnp.maximum(scale, tiny)
 
 
-def _solve_impl(plan, index, data, b, transpose, refine, pivot_tol, backward_tol,
-                growth_limit):
-    """Factor and solve; where the element growth is large (static pivots gone bad),
-    refine and check the backward error. Returns x (NaN for failed systems) and per system
-    the result code: a vanished pivot is singular, a backward error left too large is a
-    failed linear solve."""
+def _factor_impl(plan, index, data, pivot_tol, growth_limit):
+    """``(v, pivot_ok, risky)``: the factor values, per system whether every pivot is
+    clear of zero, and whether any system's element growth calls for refinement."""
     batch = data.shape[1:]
     d_ext = jnp.concatenate([data, jnp.zeros((1,) + batch, data.dtype)])
     src = np.concatenate([index, [data.shape[0]]])
@@ -142,7 +139,18 @@ def _solve_impl(plan, index, data, b, transpose, refine, pivot_tol, backward_tol
     a_max = _max0(jnp.abs(data))
     pivot_ok = ~_any0(~(jnp.abs(v[plan.diag_slots]) > (pivot_tol * eps) * a_max[None]))
     growth = _max0(jnp.abs(v)) / a_max
-    risky = jnp.any(~(growth <= growth_limit))  # NaN growth is risky too
+    return v, pivot_ok, jnp.any(~(growth <= growth_limit))  # NaN growth is risky too
+
+
+def _apply_impl(plan, index, data, fac, b, transpose, refine, backward_tol):
+    """Solve with the factors ``fac`` of ``data``; where the element growth is large
+    (static pivots gone bad), refine and check the backward error. Returns x (NaN for
+    failed systems) and per system the result code: a vanished pivot is singular, a
+    backward error left too large is a failed linear solve."""
+    v, pivot_ok, risky = fac
+    batch = data.shape[1:]
+    d_ext = jnp.concatenate([data, jnp.zeros((1,) + batch, data.dtype)])
+    eps = jnp.finfo(data.dtype).eps
 
     def residual(x):  # only where growth is large: the common path skips the matvec
         return _backward_error(plan, d_ext[index], x, b, transpose)
@@ -167,6 +175,13 @@ def _solve_impl(plan, index, data, b, transpose, refine, pivot_tol, backward_tol
                        jnp.where(pivot_ok, RESULTS.linear_solve_failed.code(),
                                  RESULTS.singular_jacobian.code()))
     return jnp.where(ok[None], x, jnp.full((), jnp.nan, x.dtype)), result
+
+
+def _solve_impl(plan, index, data, b, transpose, refine, pivot_tol, backward_tol,
+                growth_limit):
+    """Factor and solve (`_factor_impl`, then `_apply_impl`)."""
+    fac = _factor_impl(plan, index, data, pivot_tol, growth_limit)
+    return _apply_impl(plan, index, data, fac, b, transpose, refine, backward_tol)
 
 
 def chunk_size(plan: LUPlan) -> int:
@@ -231,3 +246,38 @@ def _chunked(solve, data, b, size, chunk):
 
 def _batch_first(x, batched, size):
     return x if batched else jnp.broadcast_to(x[None], (size,) + x.shape)
+
+
+@functools.lru_cache(maxsize=32)
+def lu_factored(plan: LUPlan, compressed: bool, transpose: bool, refine: int,
+                pivot_tol: float, backward_tol: float, growth_limit: float):
+    """``(factorize, apply)``: ``factorize(data)`` the factors, ``apply(data, factors, b)``
+    ``(x, result code)`` as `lu_solver`'s, so one factorization serves several solves
+    (chord Newton). Under ``vmap`` both use the batch-last layout (no chunking)."""
+    index = np.asarray(compressed_index(plan.pattern) if compressed
+                       else np.arange(plan.pattern.nnz), np.int64)
+
+    @jax.custom_batching.custom_vmap
+    def factorize(data):
+        return _factor_impl(plan, index, data, pivot_tol, growth_limit)
+
+    @factorize.def_vmap
+    def _factor_rule(axis_size, in_batched, data):
+        v, ok, risky = factorize(jnp.moveaxis(_batch_first(data, in_batched[0], axis_size),
+                                              0, -1))
+        return ((jnp.moveaxis(v, -1, 0), ok, jnp.broadcast_to(risky, (axis_size,))),
+                (True, True, True))
+
+    @jax.custom_batching.custom_vmap
+    def apply(data, fac, b):
+        return _apply_impl(plan, index, data, fac, b, transpose, refine, backward_tol)
+
+    @apply.def_vmap
+    def _apply_rule(axis_size, in_batched, data, fac, b):
+        last = lambda x, batched: jnp.moveaxis(_batch_first(x, batched, axis_size), 0, -1)  # noqa: E731
+        v, ok, risky = (last(f, bat) for f, bat in zip(fac, in_batched[1]))
+        x, result = apply(last(data, in_batched[0]), (v, ok, jnp.any(risky)),
+                          last(b, in_batched[2]))
+        return (jnp.moveaxis(x, -1, 0), result), (True, True)
+
+    return factorize, apply

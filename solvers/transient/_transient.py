@@ -62,7 +62,10 @@ def _residual_fn(problem):
 
 
 def newton(problem, cfg, ls, x_pred, args, atol):
-    """Newton on one step's ``G``; returns ``(x, converged, iterations)``."""
+    """Newton on one step's ``G``; returns ``(x, converged, iterations)``. Solvers that
+    keep factorizations (``factorize``) run `chord_newton`."""
+    if hasattr(ls, "factorize"):
+        return chord_newton(problem, cfg, ls, x_pred, args, atol)
     fn = _residual_fn(problem)
     params = args[0]
 
@@ -83,6 +86,55 @@ def newton(problem, cfg, ls, x_pred, args, atol):
 
     init = (x_pred, jnp.zeros((), jnp.int32), jnp.zeros((), bool), jnp.ones((), bool))
     x, it, conv, ok = lax.while_loop(
+        lambda c: ~c[2] & c[3] & (c[1] < cfg.newton_steps), body, init)
+    return x, conv & ok, it
+
+
+def _limited(problem, params, x, dx):
+    """The fraction of ``dx`` that the elements' step limits allow (at most 1)."""
+    if problem.step_limit is None:
+        return jnp.ones((), x.dtype)
+    got = jnp.asarray(problem.step_limit(x, dx, params), x.dtype)
+    return jnp.where(jnp.isfinite(got) & (got > 0), jnp.minimum(got, 1.0), 1.0)
+
+
+def _only_where(pred, fn, x, old):
+    """``fn(x)`` where ``pred``, else ``old``, computing ``fn`` only then: a ``while_loop``
+    of at most one pass (a batched ``cond`` would batch the constants inside ``fn``)."""
+    body = lambda c: (jnp.zeros((), bool), fn(x))  # noqa: E731
+    return lax.while_loop(lambda c: c[0], body, (pred, old))[1]
+
+
+def chord_newton(problem, cfg, ls, x_pred, args, atol):
+    """Newton that keeps the LU of the Jacobian at the predictor while the updates shrink
+    at least 4x an iteration (a large system's LU costs many residuals) and factors again
+    where they do not, or where a step limit cut the update; ``(x, converged, iters)``.
+    One copy of the factorization in the program: the loop factors where it is stale."""
+    fn = _residual_fn(problem)
+
+    def factors(x):
+        return ls.factorize(ls.linearize(fn, x, args)[1])
+
+    def body(c):
+        x, it, _, _, fac, prev, stale = c
+        fac = _only_where(stale, factors, x, fac)
+        f = fn(x, args)
+        dx = -ls.solve_factored(fac, f).value
+        finite = jnp.all(jnp.isfinite(dx)) & jnp.all(jnp.isfinite(f))
+        dx = jnp.where(finite, dx, 0.0)
+        frac = _limited(problem, args[0], x, dx)
+        new = x + frac * dx
+        size = jnp.max(jnp.abs(dx) / (atol + cfg.rtol * jnp.abs(new)))
+        conv = finite & (frac >= 1.0) & (size <= cfg.newton_tol)
+        again = finite & ~conv & ((frac < 1.0) | ~(size <= 0.25 * prev))
+        return new, it + 1, conv, finite, fac, jnp.where(again, jnp.inf, size), again
+
+    blank = jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype),
+                                   jax.eval_shape(factors, x_pred))
+    true = jnp.ones((), bool)
+    init = (x_pred, jnp.zeros((), jnp.int32), ~true, true, blank,
+            jnp.asarray(jnp.inf, x_pred.dtype), true)
+    x, it, conv, ok, *_ = lax.while_loop(
         lambda c: ~c[2] & c[3] & (c[1] < cfg.newton_steps), body, init)
     return x, conv & ok, it
 

@@ -82,3 +82,46 @@ def test_cached_analysis_gives_the_answers_of_a_fresh_one():
         fresh = _klu._Symbolic(indptr, indices, 50)
         x_cached = _klu.KLUFactor(cached, v[order]).solve(r)
         np.testing.assert_array_equal(x_cached, _klu.KLUFactor(fresh, v[order]).solve(r))
+
+
+def _case89():
+    """case89pegase lowered and the default method's first stage (Newton on the host LU)."""
+    from pathlib import Path
+
+    import solvers
+    from scenarios.powerflow import DEFAULT_METHOD, build_powerflow, read_case_json
+    data = Path(__file__).parent / "data" / "acpf" / "case89pegase.json"
+    system = solvers.System.build(build_powerflow(read_case_json(data), "flat").graph)
+    return system, DEFAULT_METHOD.stages(system)[0]
+
+
+def test_host_newton_factors_once_per_solve_and_repeats_itself(monkeypatch):
+    from scenarios._network_solve import host_newton
+    system, newton = _case89()
+    if newton.linear_solver.factorization != "klu":
+        pytest.skip("the default method does not use KLU here")
+    fresh = _counted(monkeypatch)
+    first = host_newton(system, newton)
+    assert bool(first.converged) and len(fresh) == 1 and int(first.iterations) > 2
+    again = host_newton(system, newton)  # the pivots of one solve do not reach the next
+    np.testing.assert_array_equal(first.x, again.x)
+    assert len(fresh) == 2
+
+
+def test_host_newton_reports_a_singular_jacobian(monkeypatch):
+    import solvers
+    from scenarios._network_solve import host_newton
+    system, newton = _case89()
+    real = type(newton.linear_solver).host_sequence
+
+    def failing_second(self):
+        solve, calls = real(self), []
+
+        def step(values, b):
+            calls.append(1)
+            return solve(values, b) if len(calls) < 2 else np.full_like(b, np.nan)
+        return step
+    monkeypatch.setattr(type(newton.linear_solver), "host_sequence", failing_second)
+    out = host_newton(system, newton)
+    assert int(out.result) == int(solvers.RESULTS.singular_jacobian)
+    assert not bool(out.converged) and int(out.iterations) == 1 and np.isfinite(out.x).all()

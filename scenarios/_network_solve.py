@@ -8,6 +8,8 @@ tolerances, and keeps the solved graph, from which results are read by name.
 solver is the host LU: the compiled program is then F and J alone, with no host callback in
 it, so JAX's persistent compilation cache keeps it for the next process (a program holding a
 callback is never cached), and it compiles in about a third of the time of the whole solve.
+Its linear solves run on the host directly (``SparseHostLU.host_sequence``: with KLU, each
+step after the first refactors with the previous step's pivots).
 """
 from __future__ import annotations
 
@@ -94,7 +96,7 @@ def solve_graph(root: Any, method: Any, host_steps: bool = False) -> Solved:
 def host_newton(system, newton) -> solvers.FlatSolution | None:
     """``newton`` (a ``solvers.Newton`` whose linear solver is a bound ``SparseHostLU``, on
     CPU, for a system without ``step_limit``) stepped from the host: one compiled program for
-    F and J, SuperLU between its calls. Full steps, as ``newton`` takes them while they
+    F and J, the host LU between its calls. Full steps, as ``newton`` takes them while they
     converge; where it would search (no watchdog), or after ``watchdog`` steps in a row
     without a new smallest max|F| or a non-finite F, None or a failed solution (code
     ``line_search_failed``, x the best point): the caller's fallbacks take over. None when
@@ -108,8 +110,9 @@ def host_newton(system, newton) -> solvers.FlatSolution | None:
     limit = newton.watchdog if newton.line_search else newton.max_steps + 1
     x, steps, small, rel = np.array(system.x0), 0, False, np.nan
     best, streak = (np.inf, x), 0
+    solve = solver.host_sequence()  # KLU: refactors with the last step's pivots
     while True:
-        f, op = _linearize(solver, system, x)
+        f, values = _linearize(solver, system, x)
         norm = float(np.max(np.abs(f)))
         if np.isfinite(norm) and norm < best[0]:
             best, streak = (norm, x), 0
@@ -121,30 +124,26 @@ def host_newton(system, newton) -> solvers.FlatSolution | None:
             return _flat(best[1], solvers.RESULTS.line_search_failed, steps, best[0], rel)
         if steps >= newton.max_steps:
             return _flat(x, solvers.RESULTS.max_steps_reached, steps, norm, rel)
-        dx, result = (np.asarray(a) for a in _step(solver, op, f))
-        if int(result) != int(solvers.RESULTS.successful):
-            return _flat(x, result, steps, norm, np.inf)
+        dx = -solve(values, f)
+        if not np.all(np.isfinite(dx)):  # the host LU's signal for a singular Jacobian
+            return _flat(x, solvers.RESULTS.singular_jacobian, steps, norm, np.inf)
         small = bool(np.all(np.abs(dx) <= newton.rtol * np.abs(x)))
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = float(np.max(np.where(dx == 0, 0.0, np.abs(dx) / np.abs(x))))
         x, steps = x + dx, steps + 1
 
 
-def _linearize(solver, system, x: np.ndarray):
-    """``(F(x) as numpy, the operator)``: one compiled program per structure and solver."""
-    f, op = _linearize_jit(solver, system, x)
-    return np.asarray(f), op
+def _linearize(solver, system, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(F(x), J(x)'s values in pattern order)`` as NumPy arrays: one compiled program per
+    structure and solver."""
+    f, values = _linearize_jit(solver, system, x)
+    return np.asarray(f), np.asarray(values)
 
 
 @functools.partial(jax.jit, static_argnums=0)
 def _linearize_jit(solver, system, x):
-    return solver.linearize(system.residual_function, x, system.params)
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def _step(solver, op, f):
-    linear = solver.solve_with_result(op, f)
-    return -linear.value, linear.result
+    f, op = solver.linearize(system.residual_function, x, system.params)
+    return f, solver.values(op)
 
 
 def _flat(x, code, steps: int, norm: float, rel: float = np.nan) -> solvers.FlatSolution:

@@ -278,22 +278,53 @@ def refined_solve(solve, matrix, b: np.ndarray, norm=None) -> "np.ndarray | None
 
 def _klu_block(analysis, pattern, transpose, data, b, out, refactor: bool) -> None:
     """Solve one block of members (CSC ``data`` rows, right-hand sides ``b``) into ``out``."""
-    _, indices, indptr = csc_structure(pattern)  # int32, as KLU and SciPy take them
     current = None
     for i in range(b.shape[0]):
-        row, x = data[i % data.shape[0]], None
+        row = data[i % data.shape[0]]
         if current is not None and not refactor:
-            x = current.solve(b[i], transpose)
-        elif current is not None and current.refactor(row):
-            matrix, norm = _csc(row, indices, indptr, pattern.shape, transpose)
-            x = refined_solve(lambda r, f=current: f.solve(r, transpose), matrix, b[i], norm)
-        if x is None:
-            try:
-                current = _klu.KLUFactor(analysis, row)
-                x = current.solve(b[i], transpose)
-            except RuntimeError:  # exactly singular
-                current, x = None, np.full(b.shape[-1], np.nan)
+            out[i] = _finite_or_nan(current.solve(b[i], transpose))
+            continue
+        current, x = _klu_member(analysis, pattern, transpose, current, row, b[i])
         out[i] = _finite_or_nan(x)
+
+
+def _klu_member(analysis, pattern, transpose, current, row, b) -> tuple:
+    """``(factor, x)`` for CSC values ``row``: ``current``'s pivot order refactored if it
+    suits them (checked by `refined_solve`), else a fresh factorization (None and NaN where
+    it is exactly singular)."""
+    x = None
+    if current is not None and current.refactor(row):
+        _, indices, indptr = csc_structure(pattern)  # int32, as KLU and SciPy take them
+        matrix, norm = _csc(row, indices, indptr, pattern.shape, transpose)
+        x = refined_solve(lambda r, f=current: f.solve(r, transpose), matrix, b, norm)
+    if x is None:
+        try:
+            current = _klu.KLUFactor(analysis, row)
+            x = current.solve(b, transpose)
+        except RuntimeError:  # exactly singular
+            current, x = None, np.full(b.shape[-1], np.nan)
+    return current, x
+
+
+class KLUSequence:
+    """KLU solves of a sequence of matrices of one pattern (the Newton steps of one solve):
+    the first factored with pivoting, each later one refactored with the last pivot order
+    where its backward error accepts it (`refined_solve`), else factored afresh; an exactly
+    singular matrix gives NaN. The pivots come from this sequence alone, so the results do
+    not depend on earlier sequences. ``solve(values, b)``: pattern-order ``values``."""
+
+    def __init__(self, pattern: SparsityPattern, transpose: bool = False):
+        order, indices, indptr = csc_structure(pattern)
+        self.pattern, self.transpose, self.order = pattern, transpose, order
+        self.analysis = _klu.symbolic(pattern, indptr, indices, pattern.shape[0])
+        self.current = None
+
+    def solve(self, values: np.ndarray, b: np.ndarray) -> np.ndarray:
+        row = np.ascontiguousarray(np.asarray(values, np.float64)[self.order])
+        b = np.asarray(b)
+        self.current, x = _klu_member(self.analysis, self.pattern, self.transpose,
+                                      self.current, row, np.asarray(b, np.float64))
+        return _finite_or_nan(x).astype(b.dtype, copy=False)
 
 
 def _csc(data, indices, indptr, shape, transpose: bool) -> tuple:

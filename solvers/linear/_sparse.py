@@ -33,7 +33,7 @@ import numpy as np
 from jax import lax
 
 from . import _klu
-from ._host_lu import ORDERINGS, batch_solve, klu_batch_solve, plain_solve
+from ._host_lu import ORDERINGS, KLUSequence, batch_solve, klu_batch_solve, plain_solve
 from ._abstract import AbstractLinearSolver, LinearSolution, finite_result
 from ._schur import schur_plan, schur_solve
 from ._sparse_lu import lu_factored, lu_solver
@@ -314,10 +314,22 @@ class SparseHostLU(_AbstractSparseSolver):
             if self.factorization == "klu":
                 host = functools.partial(klu_batch_solve, self.pattern, transpose)
             else:
-                one = functools.partial(schur_solve if self.schur else plain_solve,
-                                        self.pattern, self.permc_spec, self.diag_pivot_thresh,
-                                        transpose)
-                host = functools.partial(batch_solve, one)
+                host = functools.partial(batch_solve, self._host_one(transpose))
             values = self.values(SparseOperator(data))
             return jax.pure_callback(host, out, values, b, vmap_method="expand_dims")
         return with_finite_result(solve)
+
+    def _host_one(self, transpose: bool):
+        """SuperLU's ``(values, b) -> x`` for one system (NaN where singular)."""
+        return functools.partial(schur_solve if self.schur else plain_solve, self.pattern,
+                                 self.permc_spec, self.diag_pivot_thresh, transpose)
+
+    def host_sequence(self):
+        """A NumPy solve ``(pattern-order values, b) -> x`` for the matrices of one Newton
+        solve stepped from the host, in order (NaN where a matrix is singular): with KLU each
+        matrix after the first is refactored with the last one's pivot order where its
+        backward error accepts that (`KLUSequence`); SuperLU factors each afresh, as `solve`."""
+        if self.factorization == "klu":
+            return KLUSequence(self.pattern).solve
+        one = self._host_one(False)
+        return lambda values, b: batch_solve(one, values, b)

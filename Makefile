@@ -20,7 +20,7 @@ demo: $(STAMP)
 # docs) start early instead of last. --max-worker-restart=0: a crashed worker ends the run at
 # once with its test named (xdist's loadfile scheduler can hang after replacing a crashed one).
 test: $(STAMP)
-	$(PY) -m pytest tests -n 2 --dist loadfile --no-loadscope-reorder --max-worker-restart=0 --durations=25
+	$(PY) -m pytest tests -n 2 --dist loadfile --no-loadscope-reorder --max-worker-restart=0 --durations=40
 
 bench: $(STAMP)
 	$(PY) -m benchmarks

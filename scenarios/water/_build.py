@@ -38,13 +38,7 @@ def build_graph(network: WaterNetwork, constants="epanet") -> tuple[WaterGraph, 
             "Hazen-Williams (H-W) is modelled. Convert the roughness to H-W C values.")
     consts = resolve_constants(network, constants)
     check_islands(network)
-    hyd = Hydraulics(consts.k_hw, consts.minor_g, consts.rho_g, consts.rq_tol,
-                     consts.regularisation, consts.max_gradient, 1.0)
-    fixed = [r.head for r in network.reservoirs] + [t.head for t in network.tanks]
-    h0 = float(np.mean(fixed)) if fixed else 0.0
-    junctions = {j.name: Junction(hyd, j.elevation, j.demand, h0) for j in network.junctions}
-    reservoirs = {r.name: Reservoir(r.head) for r in network.reservoirs}
-    tanks = {t.name: Tank(t.elevation, t.init_level) for t in network.tanks}
+    hyd, junctions, reservoirs, tanks = build_nodes(network, consts)
     nodes = {**junctions, **reservoirs, **tanks}
     pipes = {p.name: Pipe(nodes[p.start], nodes[p.end], hyd, p.length, p.diameter, p.roughness,
                           p.minor_loss, FT * math.pi * p.diameter ** 2 / 4.0)
@@ -52,6 +46,19 @@ def build_graph(network: WaterNetwork, constants="epanet") -> tuple[WaterGraph, 
     pumps = {p.name: _pump(p, nodes, hyd, consts, network.units.epanet_flow_ratio)
              for p in network.pumps if is_open(p)}
     return WaterGraph(hyd, junctions, reservoirs, tanks, pipes, pumps), consts
+
+
+def build_nodes(network: WaterNetwork, consts: WaterConstants) -> tuple:
+    """``(hydraulics, junctions, reservoirs, tanks)``: the shared constants node and the nodes
+    by name (junction heads start at the mean fixed head)."""
+    hyd = Hydraulics(consts.k_hw, consts.minor_g, consts.rho_g, consts.rq_tol,
+                     consts.regularisation, consts.max_gradient, 1.0)
+    fixed = [r.head for r in network.reservoirs] + [t.head for t in network.tanks]
+    h0 = float(np.mean(fixed)) if fixed else 0.0
+    junctions = {j.name: Junction(hyd, j.elevation, j.demand, h0) for j in network.junctions}
+    reservoirs = {r.name: Reservoir(r.head) for r in network.reservoirs}
+    tanks = {t.name: Tank(t.elevation, t.init_level) for t in network.tanks}
+    return hyd, junctions, reservoirs, tanks
 
 
 def _pump(p: PumpData, nodes: dict, hyd: Hydraulics, consts: WaterConstants, ratio: float):

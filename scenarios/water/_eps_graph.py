@@ -17,10 +17,9 @@ import solvers
 
 from .._network_solve import method_for
 from .._islands import IslandError, islands_without_reference, shown
-from ._build import _pump
+from ._build import _pump, build_nodes
 from ._constants import resolve_constants
-from ._elements import (CurvePump, Hydraulics, Junction, Pipe, PowerPump, Pump, Reservoir, Tank,
-                        WaterGraph)
+from ._elements import CurvePump, Pipe, PowerPump, Pump, WaterGraph
 from ._inp_types import WaterNetwork
 from ._inp_units import CFS, FT
 
@@ -91,13 +90,7 @@ class EPSGraph:
 
     def _graph(self) -> WaterGraph:
         net, c = self.network, self.consts
-        hyd = Hydraulics(c.k_hw, c.minor_g, c.rho_g, c.rq_tol, c.regularisation,
-                         c.max_gradient, 1.0)
-        fixed = [r.head for r in net.reservoirs] + [t.head for t in net.tanks]
-        h0 = float(np.mean(fixed)) if fixed else 0.0
-        junctions = {j.name: Junction(hyd, j.elevation, j.demand, h0) for j in net.junctions}
-        reservoirs = {r.name: Reservoir(r.head) for r in net.reservoirs}
-        tanks = {t.name: Tank(t.elevation, t.init_level) for t in net.tanks}
+        hyd, junctions, reservoirs, tanks = build_nodes(net, c)
         nodes = {**junctions, **reservoirs, **tanks}
         closed_r = FT * CBIG * self.ratio / CFS  # s/m^2, on the physical flow
         pipes = {p.name: SwitchedPipe(nodes[p.start], nodes[p.end], hyd, p.length, p.diameter,

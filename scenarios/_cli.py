@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import math
 import os
 import sys

@@ -21,7 +21,7 @@ import jax
 
 from . import _children
 from ._keys import NodeRef
-from ._walk import CHILD, CHILD_REFS, _node_base
+from ._walk import CHILD, _node_base
 
 #: How many structures ``structure`` keeps (least recently used dropped first).
 CACHE_SIZE = 32

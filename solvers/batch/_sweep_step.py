@@ -10,7 +10,6 @@ the members that need them, padded to a power of two (few shapes to compile).
 from __future__ import annotations
 
 from functools import lru_cache, partial
-from typing import Any
 
 import jax
 import numpy as np

@@ -28,7 +28,6 @@ import functools
 from typing import Optional
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax import lax
 

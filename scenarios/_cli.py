@@ -230,6 +230,7 @@ def _has_matplotlib() -> bool:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     from simgraph import GraphError
+    from solvers import SolveError
     from ._errors import FormatError
     try:
         args = _parser().parse_args(argv)
@@ -247,6 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyError as err:  # bad names (e.g. a --sweep parameter): the message is args[0]
         print(f"error: {_one_line(err.args[0] if err.args else err)}", file=sys.stderr)
         return 2
+    except SolveError as err:  # a run that cannot go on (a transient or EPS step failed)
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+        return 1
 
 
 def _compilation_cache(enabled: bool) -> None:

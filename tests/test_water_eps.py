@@ -26,13 +26,11 @@ import dataclasses
 import json
 from pathlib import Path
 
-import jax
 import numpy as np
 import pytest
 
-from scenarios.water import EPSResult, read_inp, simulate_eps
-
-jax.config.update("jax_enable_x64", True)
+import solvers
+from scenarios.water import EPSResult, build_water, read_inp, simulate_eps
 
 DATA = Path(__file__).parent / "data" / "water"
 DAY = 86400
@@ -131,9 +129,32 @@ def test_refuses_what_is_not_modelled(text, match):
         simulate_eps(read_inp(text))
 
 
-def test_refuses_a_bad_step():
-    with pytest.raises(ValueError, match="hydraulic_step must be a positive"):
-        simulate_eps(read_inp(DATA / "Net1.inp"), hydraulic_step=-60)
+@pytest.mark.parametrize("kwargs, match", [
+    ({"hydraulic_step": -60}, "hydraulic_step must be a whole number of seconds >= 1, got -60"),
+    ({"hydraulic_step": 0.4}, "hydraulic_step must be a whole number"),
+    ({"duration": -5}, "duration must be a whole number of seconds >= 1, got -5"),
+    ({"duration": float("nan")}, "duration must be a whole number"),
+    ({"duration": "abc"}, "duration must be a whole number"),
+])
+def test_refuses_bad_times(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        simulate_eps(read_inp(DATA / "Net1.inp"), **kwargs)
+
+
+def test_refuses_what_is_not_a_water_network():
+    net = read_inp(DATA / "Net1.inp")
+    with pytest.raises(TypeError, match="WaterNetwork from read_inp.*pass model.network"):
+        simulate_eps(build_water(net))
+    with pytest.raises(TypeError, match="got str"):
+        simulate_eps("Net1.inp")
+
+
+def test_a_step_that_does_not_converge_says_when_and_what_to_try():
+    net = read_inp(DATA / "Net1.inp")
+    with pytest.raises(solvers.SolveError, match=r"t = 0 s \(0:00:00\).*max_steps_reached.*"
+                       r"method=solvers.Default\(\)") as err:
+        simulate_eps(net, duration=7200, method=solvers.Newton(max_steps=1))
+    assert err.value.code is solvers.RESULTS.max_steps_reached
 
 
 @pytest.mark.parametrize("name, held", [
@@ -172,6 +193,9 @@ def test_cli_eps_writes_the_report_grid(capsys, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["analysis"] == "eps" and doc["time"][-1] == DAY and len(doc["time"]) == 25
     assert doc["tank_levels"]["2"][0] == pytest.approx(120 * 0.3048)
+    end = _reference("Net1")[-1]  # EPANET's level after 24 h of filling and draining
+    assert end["time"] == DAY
+    assert doc["tank_levels"]["2"][-1] == pytest.approx(end["tank_levels"]["2"], abs=1e-5)
     assert set(doc["heads"]) >= {"10", "9", "2"} and "9" in doc["flows"]
 
 
@@ -184,3 +208,15 @@ def test_cli_eps_misuse(capsys, argv, fragment):
     code = _cli.main(["--no-compile-cache", *argv])
     err = capsys.readouterr().err
     assert code == 2 and fragment in err and "Traceback" not in err
+
+
+def test_cli_reports_a_failed_step_without_a_traceback(capsys, monkeypatch):
+    from scenarios import _cli
+    from scenarios.water import _run
+
+    def fail(*args, **kwargs):
+        raise solvers.SolveError("the hydraulic solve at t = 3600 s (1:00:00) did not converge")
+    monkeypatch.setattr(_run, "eps_report", fail)
+    code = _cli.main(["--no-compile-cache", "run", "water", "--eps"])
+    err = capsys.readouterr().err
+    assert code == 1 and "t = 3600 s" in err and "Traceback" not in err

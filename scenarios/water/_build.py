@@ -32,10 +32,7 @@ def is_open(link) -> bool:
 
 def build_graph(network: WaterNetwork, constants="epanet") -> tuple[WaterGraph, WaterConstants]:
     """The ``WaterGraph`` of ``network`` and the constants used (see ``resolve_constants``)."""
-    if network.headloss != "H-W":
-        raise ValueError(
-            f"network {network.title!r} uses the {network.headloss} head-loss formula; only "
-            "Hazen-Williams (H-W) is modelled. Convert the roughness to H-W C values.")
+    check_headloss(network)
     consts = resolve_constants(network, constants)
     check_islands(network)
     hyd, junctions, reservoirs, tanks = build_nodes(network, consts)
@@ -46,6 +43,14 @@ def build_graph(network: WaterNetwork, constants="epanet") -> tuple[WaterGraph, 
     pumps = {p.name: _pump(p, nodes, hyd, consts, network.units.epanet_flow_ratio)
              for p in network.pumps if is_open(p)}
     return WaterGraph(hyd, junctions, reservoirs, tanks, pipes, pumps), consts
+
+
+def check_headloss(network: WaterNetwork) -> None:
+    """Refuse a head-loss formula other than Hazen-Williams, saying what to do."""
+    if network.headloss != "H-W":
+        raise ValueError(
+            f"network {network.title!r} uses the {network.headloss} head-loss formula; only "
+            "Hazen-Williams (H-W) is modelled. Convert the roughness to H-W C values.")
 
 
 def build_nodes(network: WaterNetwork, consts: WaterConstants) -> tuple:

@@ -10,9 +10,12 @@ tank would fill or drain or a tank-level control would fire; tank volumes then a
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 import numpy as np
+
+from solvers import RESULTS, SolveError
 
 from .._tables import pandas
 from ._eps_graph import EPSGraph, StepValues
@@ -94,15 +97,19 @@ def simulate_eps(network: WaterNetwork, duration: int | None = None,
     flow, pumps above their shutoff head, links that would overfill or overdrain a tank) are
     closed the same way, and controls on junction pressure act after each solve, as in
     EPANET. Raises ValueError for what is not modelled (rules)."""
-    duration = network.duration_s if duration is None else int(duration)
-    if duration <= 0:
-        raise ValueError(f"network {network.title!r} has DURATION 0 (a single snapshot): solve "
-                         "it with build_water(network).solve(), or pass duration=seconds.")
-    if hydraulic_step is not None and int(hydraulic_step) <= 0:
-        raise ValueError(f"hydraulic_step must be a positive number of seconds, got "
-                         f"{hydraulic_step!r}")
+    if not isinstance(network, WaterNetwork):
+        hint = " (pass model.network)" if hasattr(network, "network") else ""
+        raise TypeError(f"simulate_eps needs a WaterNetwork from read_inp(path), got "
+                        f"{type(network).__name__}{hint}")
+    if duration is None and network.duration_s <= 0:
+        raise ValueError(f"network {network.title.splitlines()[0]!r} has DURATION 0 (a single "
+                         "snapshot): solve it with build_water(network).solve(), or pass "
+                         "duration=seconds.")
+    duration = network.duration_s if duration is None else _seconds("duration", duration)
+    step = (network.hydraulic_step_s if hydraulic_step is None
+            else _seconds("hydraulic_step", hydraulic_step))
     check_supported(network)
-    clock = Clock(network, duration, int(hydraulic_step or network.hydraulic_step_s))
+    clock = Clock(network, duration, step)
     state = EPSState(network, clock)
     graph = EPSGraph(network, method or DEFAULT_METHOD, constants)
     rows = []
@@ -119,6 +126,23 @@ def simulate_eps(network: WaterNetwork, duration: int | None = None,
     return _result(network, rows, clock)
 
 
+def _seconds(name: str, value) -> int:
+    """``value`` as a whole number of seconds >= 1, or a ValueError naming ``name``."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not (np.isfinite(number) and number >= 1 and number == int(number)):
+        raise ValueError(f"simulate_eps: {name} must be a whole number of seconds >= 1, got "
+                         f"{value!r}")
+    return int(number)
+
+
+def _clock_text(seconds: int) -> str:
+    """``h:mm:ss`` of a time in seconds."""
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
 def _solve_at(graph: EPSGraph, state: EPSState, clock: Clock) -> dict:
     """EPANET ``runhyd``: patterns, controls, a solve repeated until the status checks hold
     still (``hydsolve``); updates the tank inflows."""
@@ -130,19 +154,22 @@ def _solve_at(graph: EPSGraph, state: EPSState, clock: Clock) -> dict:
         values = StepValues(dem, levels, res_heads, state.flowing().astype(float), speeds)
         heads, flows, solution = graph.solve(values)
         if not bool(solution.converged):
-            raise RuntimeError(f"the hydraulic solve at t = {state.t} s did not converge: "
-                               f"{solution.message()}")
+            raise SolveError(
+                f"the hydraulic solve at t = {state.t} s ({_clock_text(state.t)}) did not "
+                f"converge: {solution.message()} For the network: check controls that cut a "
+                "part of it off its tanks and reservoirs, or try method=solvers.Default() or "
+                "a smaller hydraulic_step.", code=RESULTS(int(solution.result)))
         node_heads = _node_heads(state.net, heads, res_heads, levels)
         held = held_closed(state, node_heads, flows, state.held)
         changed = not np.array_equal(held, state.held)
         state.held = held
         if not (pressure_switch(state, node_heads) or changed):
             break
-    else:
-        raise ValueError(f"at t = {state.t} s the link statuses did not settle in "
-                         f"{MAX_CHECKS} status checks (check valves, pumps at shutoff, full "
-                         "or empty tanks, pressure controls); EPANET would stop checking and "
-                         "go on.")
+    else:  # as EPANET after MAXCHECK: keep the last statuses and go on
+        warnings.warn(f"at t = {state.t} s ({_clock_text(state.t)}) the link statuses did not "
+                      f"settle in {MAX_CHECKS} status checks (check valves, pumps at shutoff, "
+                      "full or empty tanks, pressure controls); the last ones are kept, as "
+                      "EPANET does.", RuntimeWarning, stacklevel=3)
     is_open = state.flowing()
     state.inflow = _tank_inflows(state, np.where(is_open, flows, 0.0)) * graph.ratio
     return {"time": state.t, "levels": levels.copy(), "junction_heads": heads,

@@ -17,7 +17,7 @@ import solvers
 
 from .._network_solve import method_for
 from .._islands import IslandError, islands_without_reference, shown
-from ._build import _pump, build_nodes
+from ._build import _pump, build_nodes, check_headloss
 from ._constants import resolve_constants
 from ._elements import CurvePump, Pipe, PowerPump, Pump, WaterGraph
 from ._inp_types import WaterNetwork
@@ -76,9 +76,7 @@ class EPSGraph:
     :meth:`solve` (warm-started from the previous solution)."""
 
     def __init__(self, network: WaterNetwork, method, constants="epanet"):
-        if network.headloss != "H-W":
-            raise ValueError(f"network {network.title!r} uses the {network.headloss} head-loss "
-                             "formula; only Hazen-Williams (H-W) is modelled.")
+        check_headloss(network)
         _check_islands(network)
         self.network, self.consts = network, resolve_constants(network, constants)
         self.ratio = network.units.epanet_flow_ratio

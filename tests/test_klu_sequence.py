@@ -125,3 +125,20 @@ def test_host_newton_reports_a_singular_jacobian(monkeypatch):
     out = host_newton(system, newton)
     assert int(out.result) == int(solvers.RESULTS.singular_jacobian)
     assert not bool(out.converged) and int(out.iterations) == 1 and np.isfinite(out.x).all()
+
+
+def test_wrong_shapes_are_refused_before_klu_reads_them():
+    pattern, values, b = _sequence(np.random.default_rng(7), 6, 1)
+    sequence = _host_lu.KLUSequence(pattern)
+    for bad_values, bad_b in ((values[0], b[0][:5]), (values[0][:-1], b[0]),
+                              (np.append(values[0], 1.0), b[0]), (values, b)):
+        with pytest.raises(ValueError, match="takes one matrix"):
+            sequence.solve(bad_values, bad_b)
+    x = sequence.solve(values[0], b[0])  # the sequence still works after the refusals
+    np.testing.assert_allclose(_dense(pattern, values[0]) @ x, b[0], atol=1e-12)
+    order, indices, indptr = _host_lu.csc_structure(pattern)
+    factor = _klu.KLUFactor(_klu.symbolic(pattern, indptr, indices, 6), values[0][order])
+    with pytest.raises(ValueError, match=r"b must have shape \(6,\)"):
+        factor.solve(b[0][:5])
+    with pytest.raises(ValueError, match="needs .* CSC values"):
+        factor.refactor(values[0][order][:-1])

@@ -267,11 +267,35 @@ def test_sparse_lu_factors_once_for_several_solves_under_vmap():
     assert np.all(np.asarray(twice.result) == 0)
 
 
-def test_chord_newton_of_a_sparse_transient_matches_the_dense_one():
-    """With `SparseLU` each step keeps the predictor's LU while the updates shrink fast;
-    the waveform and the step count stay those of full Newton (dense LU)."""
+def test_factorize_and_solve_factored_refuse_what_does_not_fit():
+    n = 4
+    rows, cols = np.nonzero(np.eye(n) + np.eye(n, k=1))
+    ls = solvers.SparseLU(rows, cols, (n, n))
+    _, op = ls.linearize(lambda x, _: jnp.zeros(n).at[rows].add(3.0 * x[cols]), jnp.ones(n), None)
+    with pytest.raises(solvers.SparsityError, match="data of shape"):
+        ls.factorize(type(op)(jnp.ones(3)))
+    fac = ls.factorize(op)
+    with pytest.raises(solvers.SparsityError, match=r"expected b of shape \(4,\)"):
+        ls.solve_factored(fac, jnp.ones(n + 1))
+    with pytest.raises(TypeError, match="factors that factorize"):
+        ls.solve_factored(op, jnp.ones(n))
+
+
+def test_chord_newton_of_a_sparse_transient_matches_the_dense_one(monkeypatch):
+    """With `SparseLU` each step keeps the predictor's LU while the updates shrink fast
+    (fewer factorizations than Newton iterations); the waveform and the step count stay
+    those of full Newton (dense LU)."""
+    factored, factorize = [0], solvers.SparseLU.factorize
+
+    def counted(self, operator):
+        jax.debug.callback(lambda: factored.__setitem__(0, factored[0] + 1))
+        return factorize(self, operator)
+    monkeypatch.setattr(solvers.SparseLU, "factorize", counted)
     cfg = solvers.Integrator(rtol=1e-7, atol=1e-10, linear_solver=solvers.SparseLU())
     chord = solvers.simulate(rc(), T, integrator=cfg)
+    jax.effects_barrier()
+    steps = int(chord.n_steps) + int(chord.n_rejected)
+    assert steps <= factored[0] < int(chord.n_newton)  # one LU a step, reused within it
     full = solvers.simulate(rc(), T, integrator=solvers.Integrator(
         rtol=1e-7, atol=1e-10, linear_solver=solvers.DenseLU()))
     np.testing.assert_allclose(np.asarray(chord.x)[:, 2], exact(T), atol=1e-5)

@@ -320,7 +320,13 @@ class KLUSequence:
         self.current = None
 
     def solve(self, values: np.ndarray, b: np.ndarray) -> np.ndarray:
-        row = np.ascontiguousarray(np.asarray(values, np.float64)[self.order])
+        values = np.asarray(values, np.float64)
+        if values.shape != (self.order.size,) or np.shape(b) != (self.pattern.shape[0],):
+            raise ValueError(
+                f"KLUSequence.solve takes one matrix: values of shape ({self.order.size},) in "
+                f"the pattern's order and b of shape ({self.pattern.shape[0]},); got "
+                f"{values.shape} and {np.shape(b)}")
+        row = np.ascontiguousarray(values[self.order])
         b = np.asarray(b)
         self.current, x = _klu_member(self.analysis, self.pattern, self.transpose,
                                       self.current, row, np.asarray(b, np.float64))

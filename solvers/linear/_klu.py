@@ -112,7 +112,7 @@ class KLUFactor:
 
     def __init__(self, analysis: _Symbolic, data: np.ndarray):
         self.analysis = analysis  # the numeric factorization refers to it
-        data = np.ascontiguousarray(data, np.float64)
+        data = self._checked_values(data)
         self.handle = library().klu_factor(analysis.indptr, analysis.indices, data,
                                            analysis.handle, _common())
         if not self.handle:
@@ -124,15 +124,26 @@ class KLUFactor:
         pivot order (no pivot search: about 2.5x faster on power-grid Jacobians). False
         where KLU meets a zero pivot; nothing checks that the old pivots suit the new values
         (the caller checks the solution's backward error)."""
-        data = np.ascontiguousarray(data, np.float64)
+        data = self._checked_values(data)
         return bool(library().klu_refactor(self.analysis.indptr, self.analysis.indices, data,
                                            self.analysis.handle, self.handle, _common()))
 
     def solve(self, b: np.ndarray, transpose: bool = False) -> np.ndarray:
         x = np.array(b, np.float64, order="C", copy=True)
+        if x.shape != (self.analysis.n,):  # KLU reads and writes n values: check before C
+            raise ValueError(f"KLU solve: b must have shape ({self.analysis.n},), got "
+                             f"{x.shape}; solve one right-hand side at a time")
         fn = library().klu_tsolve if transpose else library().klu_solve
         fn(self.analysis.handle, self.handle, self.analysis.n, 1, x, _common())
         return x.astype(np.asarray(b).dtype, copy=False)
+
+    def _checked_values(self, data) -> np.ndarray:
+        """CSC values as KLU reads them (one per stored entry), checked before C sees them."""
+        data = np.ascontiguousarray(data, np.float64)
+        if data.shape != self.analysis.indices.shape:
+            raise ValueError(f"KLU factor: the matrix needs {self.analysis.indices.size} CSC "
+                             f"values (one per stored entry), got shape {data.shape}")
+        return data
 
     @property
     def fill(self) -> int:

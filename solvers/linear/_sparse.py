@@ -28,6 +28,7 @@ import functools
 from typing import Optional
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
@@ -232,12 +233,17 @@ class SparseLU(_AbstractSparseSolver):
 
     def factorize(self, operator):
         """The LU of ``operator`` for `solve_factored` (forward solves: no gradients)."""
+        self._jac().check_rhs(operator, jax.ShapeDtypeStruct(self.pattern.shape[:1], float))
         data = lax.stop_gradient(operator.data)
         return data, lu_factored(*self._lu_args(data, False))[0](data)
 
     def solve_factored(self, factors, b) -> LinearSolution:
         """``J^{-1} b`` and its code with the factors of `factorize` (no gradients)."""
+        if not (isinstance(factors, tuple) and len(factors) == 2):
+            raise TypeError("solve_factored takes the factors that factorize(operator) "
+                            f"returned, got {type(factors).__name__}")
         data, fac = factors
+        self._jac().check_rhs(SparseOperator(data), jnp.asarray(b))
         return LinearSolution(*lu_factored(*self._lu_args(data, False))[1](data, fac, b))
 
 

@@ -75,10 +75,7 @@ def newton(problem, cfg, ls, x_pred, args, atol):
         dx = -ls.solve(op, f)
         finite = jnp.all(jnp.isfinite(dx)) & jnp.all(jnp.isfinite(f))
         dx = jnp.where(finite, dx, 0.0)
-        frac = jnp.ones((), x.dtype)
-        if problem.step_limit is not None:
-            got = jnp.asarray(problem.step_limit(x, dx, params), x.dtype)
-            frac = jnp.where(jnp.isfinite(got) & (got > 0), jnp.minimum(got, 1.0), 1.0)
+        frac = _limited(problem, params, x, dx)
         new = x + frac * dx
         conv = finite & (frac >= 1.0) & jnp.all(
             jnp.abs(dx) <= cfg.newton_tol * (atol + cfg.rtol * jnp.abs(new)))

@@ -84,5 +84,4 @@ def _check_state() -> bool:
         return False
 
 
-_STATE_OK = False
 _STATE_OK = _check_state()

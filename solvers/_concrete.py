@@ -10,7 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+#: A host constant: ``stop_gradient`` returns it as it is outside staging transforms (no
+#: dispatch, unlike creating an array) and as a tracer inside them.
+_PROBE = np.float32(0.0)
 
 
 def is_traced(value: Any) -> bool:
@@ -31,4 +36,4 @@ def is_concrete(tree: Any) -> bool:
 def staging() -> bool:
     """True inside a transform that stages a program (``jit``, ``make_jaxpr``, a ``lax``
     loop's body): there even a fresh constant computation gives a tracer."""
-    return is_traced(jnp.zeros(()))
+    return is_traced(lax.stop_gradient(_PROBE))

@@ -106,13 +106,14 @@ def solve_member(problem: FlatProblem, method: AbstractRootMethod, x0, params,
     an eager ``grad``/``jvp`` (the stages solve the values without their tangents, then the
     implicit derivative is attached, as the compiled solve attaches it). Under ``jit`` or
     ``vmap``: one compiled program. ``shape``: ``(m, n)`` when known (saves a trace of F)."""
-    bare = lax.stop_gradient((x0, params))
+    concrete = is_concrete((x0, params))  # then stop_gradient is the identity: skip its dispatches
+    bare = (x0, params) if concrete else lax.stop_gradient((x0, params))
     if staging() or not is_concrete(bare) or not isinstance(method, Default):
         return _solve_jit(problem, method, x0, params)
     m, n = shape if shape is not None else (
         int(np.prod(jax.eval_shape(problem.fn, *bare).shape)), int(x0.shape[-1]))
     sol = run_staged(method, m, n, lambda stage, _: _solve_jit(problem, stage, *bare))
-    if is_concrete((x0, params)):
+    if concrete:
         return sol
     x = implicit_solution(problem.fn, linear_solver_of(method), sol.x, params, sol.converged)
     return dataclasses.replace(sol, x=x)

@@ -53,8 +53,17 @@ def run_staged(method: Any, m: int, n: int, attempt: Attempt) -> FlatSolution:
     stages = stages_of(method, m, n)
     if stages is None:
         return attempt(method, None)
-    return fall_back(stages, lambda stage: attempt(stage, None),
-                     lambda stage, sol: _retry(stage, sol, attempt))
+    settled = []  # the last solution that no later stage needs to retry: read back once
+
+    def retry(stage, sol: FlatSolution) -> FlatSolution:
+        if settled and settled[-1] is sol:
+            return sol
+        out = _retry(stage, sol, attempt)
+        if out is sol:
+            settled.append(sol)
+        return out
+
+    return fall_back(stages, lambda stage: attempt(stage, None), retry)
 
 
 def _retry(stage, sol: FlatSolution, attempt: Attempt) -> FlatSolution:

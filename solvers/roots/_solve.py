@@ -47,7 +47,7 @@ def check_arguments(x0, solver, sparsity=None) -> tuple[jax.Array, AbstractRootM
     if x0 is None:
         raise TypeError("x0 is missing: a flat function F(x, params) has no graph to read a "
                         "start from; pass one, e.g. solvers.solve(fn, jnp.zeros(n), params).")
-    x0 = jnp.asarray(x0)
+    x0 = x0 if isinstance(x0, jax.Array) else jnp.asarray(x0)
     if jnp.issubdtype(x0.dtype, jnp.complexfloating):
         raise ValueError(
             f"x0 is complex ({x0.dtype}): unknowns must be real. Split each complex unknown "

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 import dataclasses
+import functools
 from types import SimpleNamespace
 
 import jax
@@ -41,9 +42,21 @@ def needs_fallback(sol: FlatSolution) -> np.ndarray:
 
 
 def stages_of(method: Any, m: int, n: int) -> Optional[tuple]:
-    """``Default``'s stages when it can run them one by one, else None (run it whole)."""
+    """``Default``'s stages when it can run them one by one, else None (run it whole).
+    Kept per configuration: making and checking the stage objects costs more than a small
+    warm solve."""
+    try:
+        return _stages_kept(method, m, n)
+    except TypeError:  # a configuration that cannot be a dictionary key
+        return _stages(method, m, n)
+
+
+def _stages(method: Any, m: int, n: int) -> Optional[tuple]:
     stages = method.plan(m, n) if isinstance(method, Default) else ()
     return stages if len(stages) > 1 else None
+
+
+_stages_kept = functools.lru_cache(maxsize=64)(_stages)
 
 
 def run_staged(method: Any, m: int, n: int, attempt: Attempt) -> FlatSolution:

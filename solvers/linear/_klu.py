@@ -108,13 +108,15 @@ def symbolic(key, indptr: np.ndarray, indices: np.ndarray, n: int) -> _Symbolic:
 
 class KLUFactor:
     """KLU's LU of one matrix with a cached analysis; ``solve(b, transpose)`` as SuperLU's.
-    Raises ``RuntimeError`` for an exactly singular matrix."""
+    Raises ``RuntimeError`` for an exactly singular matrix. One thread at a time: its calls
+    share one ``klu_common`` (KLU writes its status there)."""
 
     def __init__(self, analysis: _Symbolic, data: np.ndarray):
         self.analysis = analysis  # the numeric factorization refers to it
+        self.common = _common()
         data = self._checked_values(data)
         self.handle = library().klu_factor(analysis.indptr, analysis.indices, data,
-                                           analysis.handle, _common())
+                                           analysis.handle, self.common)
         if not self.handle:
             raise RuntimeError("Factor is exactly singular")
         weakref.finalize(self, _free, "klu_free_numeric", self.handle)
@@ -126,7 +128,7 @@ class KLUFactor:
         (the caller checks the solution's backward error)."""
         data = self._checked_values(data)
         return bool(library().klu_refactor(self.analysis.indptr, self.analysis.indices, data,
-                                           self.analysis.handle, self.handle, _common()))
+                                           self.analysis.handle, self.handle, self.common))
 
     def solve(self, b: np.ndarray, transpose: bool = False) -> np.ndarray:
         x = np.array(b, np.float64, order="C", copy=True)
@@ -134,7 +136,7 @@ class KLUFactor:
             raise ValueError(f"KLU solve: b must have shape ({self.analysis.n},), got "
                              f"{x.shape}; solve one right-hand side at a time")
         fn = library().klu_tsolve if transpose else library().klu_solve
-        fn(self.analysis.handle, self.handle, self.analysis.n, 1, x, _common())
+        fn(self.analysis.handle, self.handle, self.analysis.n, 1, x, self.common)
         return x.astype(np.asarray(b).dtype, copy=False)
 
     def _checked_values(self, data) -> np.ndarray:

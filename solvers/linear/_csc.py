@@ -3,8 +3,8 @@
 A pattern keeps its entries row-major, so pattern-order values are the matrix's CSR data.
 `csc_layout` (cached per pattern) says where each entry goes in CSC order, once: the host
 factorizations gather their data with it (`CSCLayout.data`, `CSCLayout.matrix`), and
-`CSCLayout.operator` gives the product and infinity norm that check a host solve, from the
-arrays at hand (CSR of ``A`` for ``A``, CSC of ``A`` as CSR of ``A^T`` for ``A^T``).
+`CSCLayout.operator` gives the product and infinity norm that check a host solve from the
+same data (A's CSC arrays are A^T's CSR arrays), with no SciPy conversion.
 """
 
 from __future__ import annotations
@@ -29,9 +29,8 @@ class CSCLayout:
         self.order = np.lexsort((pattern.rows, pattern.cols))
         self.indices = pattern.rows[self.order].astype(np.int32)
         self.indptr = _pointers(pattern.cols, n)
-        self._csr = (pattern.cols.astype(np.int32), _pointers(pattern.rows, m))
-        #: The row of A (for A) and of A^T (for A^T) of each entry of the CSR data used.
-        self._rows = (pattern.rows.astype(np.intp), pattern.cols[self.order].astype(np.intp))
+        #: The row of each CSC entry in A and in A^T (its column in A), as bincount takes them.
+        self._rows = (self.indices.astype(np.intp), pattern.cols[self.order].astype(np.intp))
 
     def data(self, values: np.ndarray) -> np.ndarray:
         """The CSC data of pattern-order ``values`` (along the last axis; a new array)."""
@@ -41,17 +40,15 @@ class CSCLayout:
         """The SciPy matrix of CSC ``data``."""
         return sp.csc_matrix((data, self.indices, self.indptr), shape=self.shape)
 
-    def operator(self, values: np.ndarray, data: np.ndarray | None = None,
-                 transpose: bool = False) -> tuple[Callable[[np.ndarray], np.ndarray], float]:
-        """``(v -> A v, ||A||_inf)`` of the matrix of pattern-order ``values`` (of ``A^T``
-        with ``transpose``; ``data``: its CSC data, if already gathered)."""
+    def operator(self, data: np.ndarray, transpose: bool = False
+                 ) -> tuple[Callable[[np.ndarray], np.ndarray], float]:
+        """``(v -> A v, ||A||_inf)`` of the matrix of CSC ``data`` (of ``A^T`` with
+        ``transpose``). A 1-D ``data`` of its own (not a view) is not copied."""
         if transpose:  # A's CSC arrays are A^T's CSR arrays
-            data = self.data(values) if data is None else data
-            vals, (cols, ptr), shape = data, (self.indices, self.indptr), self.shape[::-1]
+            matrix = sp.csr_matrix((data, self.indices, self.indptr), shape=self.shape[::-1])
         else:
-            vals, (cols, ptr), shape = values, self._csr, self.shape
-        matrix = sp.csr_matrix((vals, cols, ptr), shape=shape)
-        sums = np.bincount(self._rows[int(transpose)], np.abs(vals), minlength=shape[0])
+            matrix = self.matrix(data)
+        sums = np.bincount(self._rows[int(transpose)], np.abs(data), minlength=matrix.shape[0])
         return matrix.dot, float(sums.max(initial=0.0))
 
 

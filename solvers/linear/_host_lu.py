@@ -271,25 +271,23 @@ def refined_solve(solve, matvec, norm: float, b: np.ndarray) -> "np.ndarray | No
 def _klu_block(layout, analysis, transpose, values, b, out, refactor: bool) -> None:
     """Solve one block of members (pattern-order ``values`` rows, right-hand sides ``b``)
     into ``out``; without ``refactor``, one matrix for every right-hand side."""
-    data = np.ascontiguousarray(layout.data(values), np.float64)
     current = None
     for i in range(b.shape[0]):
         if current is not None and not refactor:
             out[i] = _finite_or_nan(current.solve(b[i], transpose))
             continue
-        k = i % values.shape[0]
-        current, x = _klu_member(layout, analysis, transpose, current, values[k], data[k],
-                                 b[i])
+        data = np.asarray(layout.data(values[i % values.shape[0]]), np.float64)
+        current, x = _klu_member(layout, analysis, transpose, current, data, b[i])
         out[i] = _finite_or_nan(x)
 
 
-def _klu_member(layout, analysis, transpose, current, values, data, b) -> tuple:
-    """``(factor, x)`` for one matrix (pattern-order ``values``, CSC ``data``): ``current``'s
-    pivot order refactored if it suits it (checked by `refined_solve`), else a fresh
-    factorization (None and NaN where it is exactly singular)."""
+def _klu_member(layout, analysis, transpose, current, data, b) -> tuple:
+    """``(factor, x)`` for the matrix of CSC ``data``: ``current``'s pivot order refactored
+    if it suits it (checked by `refined_solve`), else a fresh factorization (None and NaN
+    where it is exactly singular)."""
     x = None
     if current is not None and current.refactor(data):
-        matvec, norm = layout.operator(values, data, transpose)
+        matvec, norm = layout.operator(data, transpose)
         x = refined_solve(lambda r, f=current: f.solve(r, transpose), matvec, norm, b)
     if x is None:
         try:
@@ -319,8 +317,7 @@ class KLUSequence:
                 f"pattern's order and b of shape ({n},); got {values.shape} and {np.shape(b)}")
         b = np.asarray(b)
         self.current, x = _klu_member(self.layout, self.analysis, self.transpose, self.current,
-                                      values, self.layout.data(values),
-                                      np.asarray(b, np.float64))
+                                      self.layout.data(values), np.asarray(b, np.float64))
         return _finite_or_nan(x).astype(b.dtype, copy=False)
 
 

@@ -184,7 +184,8 @@ def schur_solve(pattern: SparsityPattern, permc_spec: str, thresh: float, transp
 
 def _refined(plan, pattern, values, d, lu, transpose, b) -> Optional[np.ndarray]:
     """The block solve refined on ``J`` (`refined_solve`); None if it stays inaccurate."""
-    matvec, norm = csc_layout(pattern).operator(values, transpose=transpose)
+    layout = csc_layout(pattern)
+    matvec, norm = layout.operator(layout.data(values), transpose)
     bm, cm = plan.b.matrix(values), plan.c.matrix(values)
     if transpose:  # J^T = [[D, C^T], [B^T, E^T]]: the same elimination, S^T
         bm, cm = cm.T, bm.T

@@ -143,3 +143,24 @@ def test_wrong_shapes_are_refused_before_klu_reads_them():
         factor.solve(b[0][:5])
     with pytest.raises(ValueError, match="needs .* CSC values"):
         factor.refactor(data[:-1])
+
+
+def test_batch_members_sharing_a_matrix_are_not_refactored(monkeypatch):
+    """Members whose matrix is the one their block's factorization holds (the first Newton
+    step from a shared start, a padded batch's repeats) reuse it: one factorization per
+    block, no refactorization, the answers of member-by-member solves."""
+    pattern, values, b = _sequence(np.random.default_rng(8), 50, 12)
+    values[:10] = values[0]
+    values[11] = values[10]
+    fresh = _counted(monkeypatch)
+    refactors, real = [], _klu.KLUFactor.refactor
+    monkeypatch.setattr(_klu.KLUFactor, "refactor",
+                        lambda self, data: (refactors.append(self.holds(data)),
+                                            real(self, data))[1])
+    x = _host_lu.klu_batch_solve(pattern, False, values, b)
+    assert len(fresh) == 2  # one per block of KLU_BLOCK = 8
+    # members 1-9 share the matrix their block factored; 10 is refactored, 11 repeats 10
+    assert refactors == [False, True]
+    for i in range(12):
+        np.testing.assert_allclose(x[i], _host_lu.klu_batch_solve(pattern, False, values[i],
+                                                                  b[i]), rtol=1e-12)

@@ -282,11 +282,13 @@ def _klu_block(layout, analysis, transpose, values, b, out, refactor: bool) -> N
 
 
 def _klu_member(layout, analysis, transpose, current, data, b) -> tuple:
-    """``(factor, x)`` for the matrix of CSC ``data``: ``current``'s pivot order refactored
-    if it suits it (checked by `refined_solve`), else a fresh factorization (None and NaN
-    where it is exactly singular)."""
+    """``(factor, x)`` for the matrix of CSC ``data``: ``current`` if it is the pivoting LU
+    of that very matrix, else its pivot order refactored if it suits it (checked by
+    `refined_solve`), else a fresh factorization (None and NaN where exactly singular)."""
     x = None
-    if current is not None and current.refactor(data):
+    if current is not None and current.pivoted and current.holds(data):
+        x = current.solve(b, transpose)  # as a fresh factorization would give
+    elif current is not None and current.refactor(data):
         matvec, norm = layout.operator(data, transpose)
         x = refined_solve(lambda r, f=current: f.solve(r, transpose), matvec, norm, b)
     if x is None:

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from solvers.linear import _host_lu, _klu
+from solvers.linear._csc import csc_layout
 from solvers.linear._sparsity import SparsityPattern
 
 pytestmark = pytest.mark.skipif(not _klu.available(),
@@ -75,13 +76,13 @@ def test_sequence_factors_afresh_where_the_old_pivots_do_not_suit(monkeypatch):
 
 def test_cached_analysis_gives_the_answers_of_a_fresh_one():
     pattern, values, b = _sequence(np.random.default_rng(4), 50, 3)
-    order, indices, indptr = _host_lu.csc_structure(pattern)
-    cached = _klu.symbolic(pattern, indptr, indices, 50)
-    assert _klu.symbolic(pattern, indptr, indices, 50) is cached
+    layout = csc_layout(pattern)
+    cached = _host_lu.klu_analysis(pattern)
+    assert _klu.symbolic(pattern, layout.indptr, layout.indices, 50) is cached
     for v, r in zip(values, b):
-        fresh = _klu._Symbolic(indptr, indices, 50)
-        x_cached = _klu.KLUFactor(cached, v[order]).solve(r)
-        np.testing.assert_array_equal(x_cached, _klu.KLUFactor(fresh, v[order]).solve(r))
+        fresh = _klu._Symbolic(layout.indptr, layout.indices, 50)
+        x_cached = _klu.KLUFactor(cached, layout.data(v)).solve(r)
+        np.testing.assert_array_equal(x_cached, _klu.KLUFactor(fresh, layout.data(v)).solve(r))
 
 
 def _case89():
@@ -136,9 +137,30 @@ def test_wrong_shapes_are_refused_before_klu_reads_them():
             sequence.solve(bad_values, bad_b)
     x = sequence.solve(values[0], b[0])  # the sequence still works after the refusals
     np.testing.assert_allclose(_dense(pattern, values[0]) @ x, b[0], atol=1e-12)
-    order, indices, indptr = _host_lu.csc_structure(pattern)
-    factor = _klu.KLUFactor(_klu.symbolic(pattern, indptr, indices, 6), values[0][order])
+    data = csc_layout(pattern).data(values[0])
+    factor = _klu.KLUFactor(_host_lu.klu_analysis(pattern), data)
     with pytest.raises(ValueError, match=r"b must have shape \(6,\)"):
         factor.solve(b[0][:5])
     with pytest.raises(ValueError, match="needs .* CSC values"):
-        factor.refactor(values[0][order][:-1])
+        factor.refactor(data[:-1])
+
+
+def test_batch_members_sharing_a_matrix_are_not_refactored(monkeypatch):
+    """Members whose matrix is the one their block's factorization holds (the first Newton
+    step from a shared start, a padded batch's repeats) reuse it: one factorization per
+    block, no refactorization, the answers of member-by-member solves."""
+    pattern, values, b = _sequence(np.random.default_rng(8), 50, 12)
+    values[:10] = values[0]
+    values[11] = values[10]
+    fresh = _counted(monkeypatch)
+    refactors, real = [], _klu.KLUFactor.refactor
+    monkeypatch.setattr(_klu.KLUFactor, "refactor",
+                        lambda self, data: (refactors.append(self.holds(data)),
+                                            real(self, data))[1])
+    x = _host_lu.klu_batch_solve(pattern, False, values, b)
+    assert len(fresh) == 2  # one per block of KLU_BLOCK = 8
+    # members 1-9 share the matrix their block factored; 10 is refactored, 11 repeats 10
+    assert refactors == [False, True]
+    for i in range(12):
+        np.testing.assert_allclose(x[i], _host_lu.klu_batch_solve(pattern, False, values[i],
+                                                                  b[i]), rtol=1e-12)

@@ -1,7 +1,7 @@
 """Host side of `SparseHostLU`: SuperLU factorizations and solves, one system at a time.
 
 Runs inside ``jax.pure_callback`` on NumPy arrays. Two things are computed once per pattern
-and cached: the CSC structure of the pattern (`csc_structure`) and, for the symmetric
+and cached: the CSC layout of the pattern (`_csc.csc_layout`) and, for the symmetric
 minimum-degree ordering, SuperLU's column permutation. SuperLU recomputes its ordering at
 every factorization (about a sixth of a factorization of a 2-D grid of 25 000 unknowns);
 since the ordering depends on the pattern only, later calls apply the first call's ordering
@@ -21,6 +21,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from . import _klu
+from ._csc import csc_layout
 from ._sparse_order import nested_dissection, symmetrised_adjacency
 from ._sparsity import SparsityPattern
 
@@ -47,15 +48,6 @@ _PERM_CACHE_SIZE = 32
 
 
 @functools.lru_cache(maxsize=32)
-def csc_structure(pattern: SparsityPattern):
-    """``(order, indices, indptr)``: pattern-order values ``v[order]`` are CSC data."""
-    order = np.lexsort((pattern.rows, pattern.cols))
-    counts = np.bincount(pattern.cols, minlength=pattern.shape[1])
-    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-    return order, pattern.rows[order].astype(np.int32), indptr
-
-
-@functools.lru_cache(maxsize=32)
 def ordering_cost(pattern: SparsityPattern, permc_spec: str) -> tuple[int, int]:
     """``(nnz(L) + nnz(U), multiply-adds)`` of a factorization of the pattern with a symmetric
     ordering (``"MMD_AT_PLUS_A"`` or ``"ND"``), measured by factoring a diagonally dominant
@@ -64,11 +56,10 @@ def ordering_cost(pattern: SparsityPattern, permc_spec: str) -> tuple[int, int]:
     if permc_spec not in REUSABLE_ORDERINGS:
         raise ValueError(f"ordering_cost takes a symmetric ordering "
                          f"({', '.join(REUSABLE_ORDERINGS)}), got {permc_spec!r}.")
-    order, indices, indptr = csc_structure(pattern)
+    layout = csc_layout(pattern)
     degree = np.bincount(pattern.rows, minlength=pattern.shape[0]) + 1.0
     values = np.where(pattern.rows == pattern.cols, degree[pattern.rows], -1.0)
-    csc = sp.csc_matrix((values[order], indices, indptr), shape=pattern.shape)
-    lu = factor(csc, pattern, permc_spec, 0.1).lu
+    lu = factor(layout.matrix(layout.data(values)), pattern, permc_spec, 0.1).lu
     below = np.diff(lu.L.tocsc().indptr) - 1  # L's unit diagonal is stored
     right = np.diff(lu.U.tocsr().indptr) - 1
     return int(lu.L.nnz + lu.U.nnz), int(np.sum(below * right + below))
@@ -204,8 +195,8 @@ def _finite_or_nan(x: np.ndarray) -> np.ndarray:
 def plain_solve(pattern: SparsityPattern, permc_spec: str, thresh: float, transpose: bool,
                 values: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Factor the whole matrix and solve (NaN if SuperLU finds it exactly singular)."""
-    order, indices, indptr = csc_structure(pattern)
-    csc = sp.csc_matrix((values[order], indices, indptr), shape=pattern.shape)
+    layout = csc_layout(pattern)
+    csc = layout.matrix(layout.data(values))
     try:
         return factor(csc, pattern, permc_spec, thresh).solve(b, transpose)
     except RuntimeError:  # "Factor is exactly singular"
@@ -215,9 +206,13 @@ def plain_solve(pattern: SparsityPattern, permc_spec: str, thresh: float, transp
 def klu_factor(pattern: SparsityPattern, values: np.ndarray) -> "_klu.KLUFactor":
     """KLU's LU of the matrix with ``pattern`` and pattern-order ``values`` (the analysis is
     cached per pattern). Raises ``RuntimeError`` for an exactly singular matrix."""
-    order, indices, indptr = csc_structure(pattern)
-    analysis = _klu.symbolic(pattern, indptr, indices, pattern.shape[0])
-    return _klu.KLUFactor(analysis, values[order])
+    return _klu.KLUFactor(klu_analysis(pattern), csc_layout(pattern).data(values))
+
+
+def klu_analysis(pattern: SparsityPattern) -> "_klu._Symbolic":
+    """KLU's analysis of the pattern's CSC structure (cached per pattern)."""
+    layout = csc_layout(pattern)
+    return _klu.symbolic(pattern, layout.indptr, layout.indices, pattern.shape[0])
 
 
 def klu_batch_solve(pattern: SparsityPattern, transpose: bool, values: np.ndarray,
@@ -229,16 +224,13 @@ def klu_batch_solve(pattern: SparsityPattern, transpose: bool, values: np.ndarra
     the batch only, so results do not depend on the machine or on earlier calls. Shared
     values (one matrix, many right-hand sides) are factored once."""
     values2, b2, batch = _flat_batch(values, b)
-    order, indices, indptr = csc_structure(pattern)
-    analysis = _klu.symbolic(pattern, indptr, indices, pattern.shape[0])
+    solve = functools.partial(_klu_block, csc_layout(pattern), klu_analysis(pattern), transpose)
     out = np.empty(b2.shape, np.result_type(values2.dtype, b2.dtype))
     if values2.shape[0] == 1:
-        _klu_block(analysis, pattern, transpose, values2[:, order], b2, out, refactor=False)
+        solve(values2, b2, out, refactor=False)
     else:
-        starts = range(0, b2.shape[0], KLU_BLOCK)
-        blocks = [slice(s, s + KLU_BLOCK) for s in starts]
-        run = lambda k: _klu_block(analysis, pattern, transpose, values2[k][:, order], b2[k],
-                                   out[k], refactor=True)
+        blocks = [slice(s, s + KLU_BLOCK) for s in range(0, b2.shape[0], KLU_BLOCK)]
+        run = lambda k: solve(values2[k], b2[k], out[k], refactor=True)
         workers = min(len(blocks), _cores())
         if workers > 1:
             list(_thread_pool(workers).map(run, blocks))
@@ -259,16 +251,16 @@ ACCEPT_BACKWARD_ERROR = 1e3 * np.finfo(np.float64).eps
 REFINE_STEPS = 2
 
 
-def refined_solve(solve, matrix, b: np.ndarray, norm=None) -> "np.ndarray | None":
-    """``solve(b)`` with up to `REFINE_STEPS` steps of iterative refinement on ``matrix`` (a
-    SciPy sparse matrix; ``norm``: its infinity norm, if known); None if its normwise
+def refined_solve(solve, matvec, norm: float, b: np.ndarray) -> "np.ndarray | None":
+    """``solve(b)`` with up to `REFINE_STEPS` steps of iterative refinement on the matrix
+    ``A`` (``matvec``: ``v -> A v``; ``norm``: its infinity norm); None if its normwise
     backward error stays above `ACCEPT_BACKWARD_ERROR` (a factorization that does not suit
-    ``matrix``)."""
-    norm = float(abs(matrix).sum(axis=1).max()) if norm is None else norm
+    ``A``)."""
     x = solve(b)
+    b_max = np.max(np.abs(b), initial=0.0)
     for step in range(REFINE_STEPS + 1):
-        r = b - matrix @ x
-        scale = norm * np.max(np.abs(x), initial=0.0) + np.max(np.abs(b), initial=0.0)
+        r = b - matvec(x)
+        scale = norm * np.max(np.abs(x), initial=0.0) + b_max
         berr = np.max(np.abs(r), initial=0.0) / scale if scale > 0 else 0.0
         if not np.isfinite(berr) or berr <= REFINE_TARGET or step == REFINE_STEPS:
             break
@@ -276,30 +268,32 @@ def refined_solve(solve, matrix, b: np.ndarray, norm=None) -> "np.ndarray | None
     return x if np.isfinite(berr) and berr <= ACCEPT_BACKWARD_ERROR else None
 
 
-def _klu_block(analysis, pattern, transpose, data, b, out, refactor: bool) -> None:
-    """Solve one block of members (CSC ``data`` rows, right-hand sides ``b``) into ``out``."""
+def _klu_block(layout, analysis, transpose, values, b, out, refactor: bool) -> None:
+    """Solve one block of members (pattern-order ``values`` rows, right-hand sides ``b``)
+    into ``out``; without ``refactor``, one matrix for every right-hand side."""
     current = None
     for i in range(b.shape[0]):
-        row = data[i % data.shape[0]]
         if current is not None and not refactor:
             out[i] = _finite_or_nan(current.solve(b[i], transpose))
             continue
-        current, x = _klu_member(analysis, pattern, transpose, current, row, b[i])
+        data = np.asarray(layout.data(values[i % values.shape[0]]), np.float64)
+        current, x = _klu_member(layout, analysis, transpose, current, data, b[i])
         out[i] = _finite_or_nan(x)
 
 
-def _klu_member(analysis, pattern, transpose, current, row, b) -> tuple:
-    """``(factor, x)`` for CSC values ``row``: ``current``'s pivot order refactored if it
-    suits them (checked by `refined_solve`), else a fresh factorization (None and NaN where
-    it is exactly singular)."""
+def _klu_member(layout, analysis, transpose, current, data, b) -> tuple:
+    """``(factor, x)`` for the matrix of CSC ``data``: ``current`` if it is the pivoting LU
+    of that very matrix, else its pivot order refactored if it suits it (checked by
+    `refined_solve`), else a fresh factorization (None and NaN where exactly singular)."""
     x = None
-    if current is not None and current.refactor(row):
-        _, indices, indptr = csc_structure(pattern)  # int32, as KLU and SciPy take them
-        matrix, norm = _csc(row, indices, indptr, pattern.shape, transpose)
-        x = refined_solve(lambda r, f=current: f.solve(r, transpose), matrix, b, norm)
+    if current is not None and current.pivoted and current.holds(data):
+        x = current.solve(b, transpose)  # as a fresh factorization would give
+    elif current is not None and current.refactor(data):
+        matvec, norm = layout.operator(data, transpose)
+        x = refined_solve(lambda r, f=current: f.solve(r, transpose), matvec, norm, b)
     if x is None:
         try:
-            current = _klu.KLUFactor(analysis, row)
+            current = _klu.KLUFactor(analysis, data)
             x = current.solve(b, transpose)
         except RuntimeError:  # exactly singular
             current, x = None, np.full(b.shape[-1], np.nan)
@@ -314,34 +308,19 @@ class KLUSequence:
     not depend on earlier sequences. ``solve(values, b)``: pattern-order ``values``."""
 
     def __init__(self, pattern: SparsityPattern, transpose: bool = False):
-        order, indices, indptr = csc_structure(pattern)
-        self.pattern, self.transpose, self.order = pattern, transpose, order
-        self.analysis = _klu.symbolic(pattern, indptr, indices, pattern.shape[0])
-        self.current = None
+        self.layout, self.analysis = csc_layout(pattern), klu_analysis(pattern)
+        self.pattern, self.transpose, self.current = pattern, transpose, None
 
     def solve(self, values: np.ndarray, b: np.ndarray) -> np.ndarray:
-        values = np.asarray(values, np.float64)
-        if values.shape != (self.order.size,) or np.shape(b) != (self.pattern.shape[0],):
+        values, nnz, n = np.asarray(values, np.float64), self.pattern.nnz, self.pattern.shape[0]
+        if values.shape != (nnz,) or np.shape(b) != (n,):
             raise ValueError(
-                f"KLUSequence.solve takes one matrix: values of shape ({self.order.size},) in "
-                f"the pattern's order and b of shape ({self.pattern.shape[0]},); got "
-                f"{values.shape} and {np.shape(b)}")
-        row = np.ascontiguousarray(values[self.order])
+                f"KLUSequence.solve takes one matrix: values of shape ({nnz},) in the "
+                f"pattern's order and b of shape ({n},); got {values.shape} and {np.shape(b)}")
         b = np.asarray(b)
-        self.current, x = _klu_member(self.analysis, self.pattern, self.transpose,
-                                      self.current, row, np.asarray(b, np.float64))
+        self.current, x = _klu_member(self.layout, self.analysis, self.transpose, self.current,
+                                      self.layout.data(values), np.asarray(b, np.float64))
         return _finite_or_nan(x).astype(b.dtype, copy=False)
-
-
-def _csc(data, indices, indptr, shape, transpose: bool) -> tuple:
-    """``(A or A^T, its infinity norm)`` of CSC data."""
-    a = sp.csc_matrix((data, indices, indptr), shape=shape)
-    magnitude = np.abs(data)
-    if transpose:  # row sums of A^T: column sums of A
-        sums = np.diff(np.concatenate([[0.0], np.cumsum(magnitude)])[indptr])
-    else:
-        sums = np.bincount(indices, magnitude, minlength=shape[0])
-    return (a.T if transpose else a), float(sums.max(initial=0.0))
 
 
 def _cores() -> int:

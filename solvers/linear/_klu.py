@@ -108,25 +108,40 @@ def symbolic(key, indptr: np.ndarray, indices: np.ndarray, n: int) -> _Symbolic:
 
 class KLUFactor:
     """KLU's LU of one matrix with a cached analysis; ``solve(b, transpose)`` as SuperLU's.
-    Raises ``RuntimeError`` for an exactly singular matrix."""
+    Raises ``RuntimeError`` for an exactly singular matrix. One thread at a time: its calls
+    share one ``klu_common`` (KLU writes its status there). ``pivoted``: whether its pivots
+    were chosen for the values it holds (`holds`), not reused by `refactor`."""
 
     def __init__(self, analysis: _Symbolic, data: np.ndarray):
         self.analysis = analysis  # the numeric factorization refers to it
+        self.common = _common()
         data = self._checked_values(data)
         self.handle = library().klu_factor(analysis.indptr, analysis.indices, data,
-                                           analysis.handle, _common())
+                                           analysis.handle, self.common)
         if not self.handle:
             raise RuntimeError("Factor is exactly singular")
         weakref.finalize(self, _free, "klu_free_numeric", self.handle)
+        self._held, self.pivoted = data.copy(), True
+
+    def holds(self, data: np.ndarray) -> bool:
+        """Whether its factors are of exactly these CSC values."""
+        return self._held is not None and np.array_equal(data, self._held)
 
     def refactor(self, data: np.ndarray) -> bool:
         """Factor another matrix of the same structure in place with this factorization's
-        pivot order (no pivot search: about 2.5x faster on power-grid Jacobians). False
-        where KLU meets a zero pivot; nothing checks that the old pivots suit the new values
-        (the caller checks the solution's backward error)."""
+        pivot order (no pivot search: about 2.5x faster on power-grid Jacobians); values
+        it already holds are not factored again (a batch's members often share a matrix).
+        False where KLU meets a zero pivot; nothing checks that the old pivots suit the new
+        values (the caller checks the solution's backward error)."""
         data = self._checked_values(data)
-        return bool(library().klu_refactor(self.analysis.indptr, self.analysis.indices, data,
-                                           self.analysis.handle, self.handle, _common()))
+        if self.holds(data):
+            return True
+        self._held, self.pivoted = None, False
+        if not library().klu_refactor(self.analysis.indptr, self.analysis.indices, data,
+                                      self.analysis.handle, self.handle, self.common):
+            return False
+        self._held = data.copy()
+        return True
 
     def solve(self, b: np.ndarray, transpose: bool = False) -> np.ndarray:
         x = np.array(b, np.float64, order="C", copy=True)
@@ -134,7 +149,7 @@ class KLUFactor:
             raise ValueError(f"KLU solve: b must have shape ({self.analysis.n},), got "
                              f"{x.shape}; solve one right-hand side at a time")
         fn = library().klu_tsolve if transpose else library().klu_solve
-        fn(self.analysis.handle, self.handle, self.analysis.n, 1, x, _common())
+        fn(self.analysis.handle, self.handle, self.analysis.n, 1, x, self.common)
         return x.astype(np.asarray(b).dtype, copy=False)
 
     def _checked_values(self, data) -> np.ndarray:

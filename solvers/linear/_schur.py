@@ -28,8 +28,8 @@ from typing import NamedTuple, Optional
 import numpy as np
 import scipy.sparse as sp
 
-from ._host_lu import (csc_structure, factor, plain_solve, refined_solve,
-                       symmetric_with_diagonal)
+from ._csc import csc_layout
+from ._host_lu import factor, plain_solve, refined_solve, symmetric_with_diagonal
 from ._sparsity import SparsityPattern
 
 class _Block(NamedTuple):
@@ -184,9 +184,8 @@ def schur_solve(pattern: SparsityPattern, permc_spec: str, thresh: float, transp
 
 def _refined(plan, pattern, values, d, lu, transpose, b) -> Optional[np.ndarray]:
     """The block solve refined on ``J`` (`refined_solve`); None if it stays inaccurate."""
-    order, indices, indptr = csc_structure(pattern)
-    j = sp.csc_matrix((values[order], indices, indptr), shape=pattern.shape)
-    j = j.T if transpose else j
+    layout = csc_layout(pattern)
+    matvec, norm = layout.operator(layout.data(values), transpose)
     bm, cm = plan.b.matrix(values), plan.c.matrix(values)
     if transpose:  # J^T = [[D, C^T], [B^T, E^T]]: the same elimination, S^T
         bm, cm = cm.T, bm.T
@@ -198,4 +197,4 @@ def _refined(plan, pattern, values, d, lu, transpose, b) -> Optional[np.ndarray]
         x[plan.keep], x[plan.drop] = y, (r_d - bm @ y) / d
         return x
 
-    return refined_solve(block_solve, j, b)
+    return refined_solve(block_solve, matvec, norm, b)

@@ -16,7 +16,7 @@ from ._report import Section, line_plot, plotting
 def dispatch(quick: bool, out: Path) -> Section:
     from . import graph_dispatch
 
-    sizes, repeats = ((10, 100, 1000), 3) if quick else ((10, 100, 1000, 10_000), 7)
+    sizes, repeats = ((10, 100), 3) if quick else ((10, 100, 1000, 10_000), 7)
     rows = graph_dispatch.run(sizes, repeats)
     section = Section(
         "dispatch", "Graph dispatch: per-call cost into a compiled `jax.jit` function (issue 2)",
@@ -38,7 +38,7 @@ def circuit(quick: bool, out: Path) -> Section:
     from . import circuit_batch
 
     if quick:
-        rows = circuit_batch.run((10,), (100,), repeats=3, scipy_sample=20, budget=2.0)
+        rows = circuit_batch.run((10,), (100,), repeats=1, scipy_sample=10, budget=2.0)
     else:
         rows = circuit_batch.run()
     section = Section(
@@ -61,8 +61,10 @@ def circuit(quick: bool, out: Path) -> Section:
 def scale(quick: bool, out: Path) -> Section:
     from . import scale_lowering
 
-    sizes, objectwise_max = ((300, 1_000), 0) if quick else ((1_000, 10_000, 100_000), 1_000)
-    rows = scale_lowering.run(sizes, objectwise_max)
+    if quick:  # one small N; SciPy's newton_krylov stops after 5 s
+        rows = scale_lowering.run((300,), 0, scipy_budget=5.0)
+    else:
+        rows = scale_lowering.run((1_000, 10_000, 100_000), 1_000)
     section = Section(
         "scale", "Lowering scale: build, trace and compile time against network size (issue 4)",
         "Generated diode grids and pipe networks of N graph nodes lowered to `F(x, params)`: "
@@ -81,8 +83,8 @@ def scale(quick: bool, out: Path) -> Section:
         "N = 10^5.",
         rows, scale_lowering.COLUMNS)
     if quick:
-        section.notes.append("Quick mode: small N and no object-by-object rows (their compile "
-                             "alone takes tens of seconds).")
+        section.notes.append("Quick mode: N = 300 only and no object-by-object rows (their "
+                             "compile alone takes tens of seconds); newton_krylov stops after 5 s.")
     label = lambda r: f"{r['case']} ({r['evaluation']})"  # noqa: E731
     panels = {"compile time": _series(rows, label, "N", "compile_s"),
               "residual evaluation": _series(rows, label, "N", "run_ms", 1e-3)}
@@ -123,7 +125,7 @@ def robustness(quick: bool, out: Path) -> Section:
     from . import robustness as rb
 
     names = ["Default", "scipy hybr"] if quick else [*rb.METHODS, "scipy hybr", "scipy lm"]
-    chosen = rb.problems.PROBLEMS[1:3] if quick else rb.problems.PROBLEMS
+    chosen = rb.problems.PROBLEMS[2:3] if quick else rb.problems.PROBLEMS
     results = rb.run(names, chosen)
     rows = [{"#": p.number, "problem": p.name, "n": len(p.x0),
              **{name: rb.cell(results[name][p.name]) for name in names}} for p in chosen]
@@ -141,7 +143,7 @@ def robustness(quick: bool, out: Path) -> Section:
         "Full table with its notes: `python -m benchmarks.robustness` (docs/solver_robustness.md).",
         rows, ("#", "problem", "n", *names))
     if quick:
-        section.notes.append("Quick mode: two problems, the default method and scipy hybr only.")
+        section.notes.append("Quick mode: one problem, the default method and scipy hybr only.")
     return section
 
 
@@ -162,7 +164,8 @@ def latency(quick: bool, out: Path) -> Section:
     if not any("optimistix" in r["method"] for r in tables["latency"]):
         section.notes.append("optimistix skipped: not installed (`pip install .[bench]`).")
     if quick:
-        section.notes.append("Quick mode: the 10-node ladder only, B = 200, CLI on the 20 x 20 grid.")
+        section.notes.append("Quick mode: the 10-node ladder only, B = 200 and 3 calls, CLI on "
+                             "the 5 x 5 grid without a compilation cache.")
     return section
 
 
@@ -216,7 +219,7 @@ def grids(quick: bool, out: Path) -> Section:
 def distributed(quick: bool, out: Path) -> Section:
     from . import distributed_sweep
 
-    rows = (distributed_sweep.run(2_000, (1, 2), repeats=1, per_process=()) if quick
+    rows = (distributed_sweep.run(500, (1, 2), repeats=1, per_process=()) if quick
             else distributed_sweep.run())
     section = Section(
         "distributed", "Sweeps over several processes: jax.distributed on one machine (issue 18)",
@@ -224,7 +227,7 @@ def distributed(quick: bool, out: Path) -> Section:
         + " Target: 2 processes on 2 cores approach 2x the single-thread run.",
         rows, distributed_sweep.COLUMNS)
     if quick:
-        section.notes.append("Quick mode: 2 000 members, 1 and 2 processes, one run each.")
+        section.notes.append("Quick mode: 500 members, 1 and 2 processes, one run each.")
     return section
 
 
@@ -257,7 +260,7 @@ def transient(quick: bool, out: Path) -> Section:
         "(`max_dV <= atol_V`); the batch >= 100x the ngspice loop; compile within 2x of DC.",
         rows, tr.COLUMNS)
     if quick:
-        section.notes.append("Quick mode: the rc_step deck, B = 100, a 10 x 10 grid.")
+        section.notes.append("Quick mode: the rc_step deck, B = 10, a 10 x 10 grid.")
     return section
 
 

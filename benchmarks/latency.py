@@ -305,8 +305,8 @@ def run(quick: bool = False) -> dict:
     repeats = 3 if quick else 7
     return {"latency": [row for case, n in cases
                         for row in latency_rows(case, n, repeats, fresh_child=not quick)],
-            "batch_recompiles": batch_rows(200 if quick else 1000),
-            "cli": cli_rows(20, ("filled",)) if quick else cli_rows(100)}
+            "batch_recompiles": batch_rows(200, (0.0, 0.3)) if quick else batch_rows(1000),
+            "cli": cli_rows(5, ("off",)) if quick else cli_rows(100)}
 
 
 def main(argv=None) -> None:

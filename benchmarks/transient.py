@@ -146,7 +146,7 @@ def compile_row(k: int) -> dict:
 
 def run(quick: bool = False) -> list[dict]:
     rows = [deck_row("rc_step" if quick else "rc_grid_k30")]
-    rows.append(batch_row(100 if quick else 10_000, 1 if quick else 3))
+    rows.append(batch_row(10 if quick else 10_000, 1 if quick else 3))
     rows.append(compile_row(10 if quick else 100))
     return rows
 

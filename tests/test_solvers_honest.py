@@ -152,7 +152,10 @@ def test_default_method_leads_from_a_mechanism_to_the_singular_block():
                                loads={"P": ("b", (1.0, 0.0))})
     sol = solvers.solve(slides)  # the default method
     assert not bool(sol.converged)
-    assert "solution.diagnose()" in sol.message() and "singular block" in sol.message()
+    # singular_jacobian or max_steps_reached, by rounding at the exactly singular pivot:
+    # both messages send the user to diagnose(), which names the block
+    assert code(sol) in (RESULTS.singular_jacobian, RESULTS.max_steps_reached)
+    assert "solution.diagnose()" in sol.message()
     assert re.search(r"\.nodes\[0\].*singular Jacobian block", sol.diagnose())
 
 

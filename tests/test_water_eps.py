@@ -102,6 +102,14 @@ def test_report_start_between_hydraulic_times():
     assert r.times.tolist() == [0, 3600, 7200, 10800]
 
 
+def test_report_start_after_the_end_reports_from_zero():
+    """As EPANET (adjustdata): REPORT START beyond the duration falls back to 0, never an
+    empty report."""
+    net = dataclasses.replace(read_inp(DATA / "Net1.inp"), report_start_s=30 * 3600)
+    r = simulate_eps(net, duration=2 * 3600)
+    assert r.report().times.tolist() == [0, 3600, 7200]
+
+
 def test_hydraulic_step_override():
     net = read_inp(DATA / "Net1.inp")
     r = simulate_eps(net, duration=4 * 3600, hydraulic_step=1800)

@@ -206,7 +206,7 @@ def _result(net: WaterNetwork, rows: list, clock: Clock) -> EPSResult:
     heads.update({r.name: rheads[:, i] for i, r in enumerate(net.reservoirs)})
     heads.update({k.name: k.elevation + levels[:, i] for i, k in enumerate(net.tanks)})
     times = stack("time")
-    report = np.arange(net.report_start_s, clock.duration + 1, clock.rstep)
+    report = np.arange(clock.rstart, clock.duration + 1, clock.rstep)
     return EPSResult(times, tuple(r["end"] for r in rows),
                      {k.name: levels[:, i] for i, k in enumerate(net.tanks)},
                      {n: heads[n] for n in net.node_names},

@@ -32,6 +32,8 @@ class Clock:
     def __init__(self, net: WaterNetwork, duration: int, hydraulic_step: int):
         self.duration, self.pstep, self.pstart = duration, net.pattern_step_s, net.pattern_start_s
         self.rstep, self.tstart = net.report_step_s, net.start_clocktime_s
+        # EPANET's adjustdata: a report start after the end of the run reports from 0.
+        self.rstart = net.report_start_s if net.report_start_s <= duration else 0
         self.hstep = min(hydraulic_step, self.pstep, self.rstep)
 
     def period(self, t: int) -> int:

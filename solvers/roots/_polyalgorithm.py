@@ -189,7 +189,11 @@ class Default(AbstractRootMethod):
 
         def retry(stage, best: FlatSolution) -> FlatSolution:
             members = active & needs_retry(best)
-            return merge(best, stage.run(problem, x0, params, members), members)
+            # Skipped outright when no member needs it (under vmap this is a select: the
+            # stage's own loops already stop at once for inactive members).
+            return lax.cond(jnp.any(members),
+                            lambda: merge(best, stage.run(problem, x0, params, members), members),
+                            lambda: best)
 
         return fall_back(stages, lambda stage: stage.run(problem, x0, params, active), retry)
 

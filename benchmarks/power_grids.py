@@ -70,16 +70,17 @@ _LAUNCHER = ("import os, subprocess, sys; child = subprocess.Popen(sys.argv[1:])
              "sys.exit(os.waitstatus_to_exitcode(status))")
 
 
-def cli_run(case: str, args: tuple = (), timeout: float | None = None,
+def cli_run(case: str | Path, args: tuple = (), timeout: float | None = None,
             cache: str | None = None) -> tuple[float, float, dict | None, float]:
     """``(wall s, peak RSS GB, JSON document, CPU s)`` of one fresh ``python -m scenarios``
-    process (document None: killed after ``timeout`` seconds); ``cache``: the compilation
-    cache directory it uses (default: the user's)."""
+    process on a shared case (by name) or a file (by path); document None: killed after
+    ``timeout`` seconds. ``cache``: the compilation cache directory it uses (default: the
+    user's)."""
+    source = case if isinstance(case, Path) else SHARED / "matpower" / f"{case}.m"
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "pf.json"
         command = [sys.executable, "-c", _LAUNCHER, sys.executable, "-m", "scenarios", "run",
-                   "powerflow", "--input", str(SHARED / "matpower" / f"{case}.m"), "--json",
-                   str(out), *args]
+                   "powerflow", "--input", str(source), "--json", str(out), *args]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         if cache is not None:
             env["SIMGRAPH_COMPILATION_CACHE"] = cache
@@ -207,6 +208,34 @@ def sweep_row(case: str, count: int, timeout: float = 240.0, cli: bool = True) -
             "per_scenario_ms": 1e3 * per if done or warm else None,
             "pandapower_ms": 1e3 * PEERS[case][0],
             "pp_vs_ours": PEERS[case][0] / per if done or warm else None}
+
+
+TILED_COLUMNS = ("case", "buses", "start", "converged", "iterations", "max_dVm",
+                 "max_dVa_deg", "match", "cli_s", "cli_cpu_s", "cli_peak_rss_gb")
+
+
+def tiled_row(case: str = "case_ACTIVSg25k", copies: int = 3) -> dict:
+    """The 70 000-bus class: ``copies`` tied copies of ``case`` (see `_tiled_grid`) through a
+    fresh CLI process. Every copy is checked against the original case's reference; angles
+    are taken relative to the copy's own slack bus."""
+    from . import _tiled_grid
+
+    source = SHARED / "matpower" / f"{case}.m"
+    _, matrices = _tiled_grid.read_matrices(source)
+    offset = _tiled_grid.bus_offset(matrices["bus"])
+    slack = matrices["bus"][matrices["bus"][:, 1] == _tiled_grid.SLACK, 0][0]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{case}_x{copies}.m"
+        buses = _tiled_grid.tile(source, copies, path)
+        with tempfile.TemporaryDirectory() as cache:
+            wall, rss, doc, cpu = cli_run(path, cache=cache)
+    reference = json.loads((SHARED / "data" / f"{case}.json").read_text())
+    dvm, dva = _tiled_grid.copy_deviations(doc, reference, offset, slack, copies)
+    return {"case": f"{copies} x {case}", "buses": buses,
+            "start": doc["start"], "converged": doc["converged"],
+            "iterations": doc["iterations"], "max_dVm": dvm, "max_dVa_deg": dva,
+            "match": bool(doc["converged"] and dvm <= VM_TOL and dva <= VA_TOL),
+            "cli_s": wall, "cli_cpu_s": cpu, "cli_peak_rss_gb": rss}
 
 
 def run(quick: bool = False) -> tuple[list[dict], list[dict]]:

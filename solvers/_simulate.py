@@ -166,13 +166,36 @@ def _run(problem, cfg, ls, dc_method, initial, params, x0, grid, t0):
     s, out = _transient.integrate(problem, cfg, ls, frozen, start, ok, grid, t0, h0, hmin,
                                   atol, mask)
     if cfg.save_steps:
-        x_start = (_transient.start_root(problem, ls, params, start, t0) if initial == "dc"
-                   else x0)
-        ys = _transient.replay(problem, cfg, ls, params, x_start, s, out)
-        ys = jnp.where(jnp.isnan(out.ys), jnp.nan, ys)
+        ys = _replayed_output(problem, cfg, ls, initial, t0, start, s, out, params, x0)
     else:
         ys = _no_gradient(out.ys, params)
     return (ys, s.result, s.n_acc, s.n_rej, s.n_newton, s.rec_t, s.rec_x, s.rec_order)
+
+
+def _replayed_output(problem, cfg, ls, initial, t0, start, s, out, params, x0):
+    """The integrator's grid output, whose derivative comes from replaying the recorded steps
+    (`_transient.replay`). The replay is traced only when the run is differentiated, so a
+    plain run neither compiles nor executes it (a scan over ``max_steps``)."""
+    return _replayed((problem, cfg, ls, initial), (t0, start, s, out), params, x0)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _replayed(spec, record, params, x0):
+    return record[3].ys
+
+
+@_replayed.defjvp
+def _replayed_jvp(spec, primals, tangents):
+    problem, cfg, ls, initial = spec
+    (t0, start, s, out), params, x0 = primals
+
+    def replayed(params, x0):
+        x_start = (_transient.start_root(problem, ls, params, start, t0) if initial == "dc"
+                   else x0)
+        return _transient.replay(problem, cfg, ls, params, x_start, s, out)
+
+    _, d_ys = jax.jvp(replayed, (params, x0), tangents[1:])
+    return out.ys, jnp.where(jnp.isnan(out.ys), 0.0, d_ys)
 
 
 def _at_start(problem, t0):

@@ -184,9 +184,33 @@ def distributed_targets(rows: list[dict]) -> list[dict]:
                     None if two is None or two["members"] < 10**6 else two["speedup"] >= 1.8)]
 
 
+def transient_targets(rows: list[dict]) -> list[dict]:
+    out = []
+    for r in rows:
+        what, speedup, dv = r.get("what", ""), r.get("speedup"), r.get("max_dV")
+        if r["case"] == "rc_grid_k30":
+            out.append(_target(17, "rc_grid_k30 through the CLI matches ngspice within its "
+                                   "tolerance", None if dv is None else
+                               f"{dv:.2g} V (atol {r['atol_V']:.2g} V)",
+                               None if dv is None else dv <= r["atol_V"]))
+        elif what == "simulate_batch" and r.get("B", 0) >= 10_000:
+            out.append(_target(17, f"{r['B']} half-wave transients >= 100x the ngspice loop",
+                               None if speedup is None else f"{speedup:.3g}x",
+                               None if speedup is None else speedup >= 100))
+        elif what.startswith("compile") and r["case"] == "grid k=100":
+            out.append(_target(17, "transient compile within 2x of the DC solve's (k = 100)",
+                               f"{speedup:.3g}x", speedup <= 2))
+        elif r["case"] == "rc_grid k=100" and speedup is not None:
+            out.append(_target(17, "k = 100 CLI at default tolerances faster than ngspice, "
+                                   "within 5e-2 V", f"{speedup:.3g}x, {dv:.2g} V",
+                               speedup > 1 and dv <= 5e-2))
+    return out
+
+
 CHECKS = {"dispatch": dispatch_targets, "circuit": circuit_targets, "scale": scale_targets,
           "robustness": robustness_targets, "sparse": sparse_targets, "latency": latency_targets,
-          "grids": grids_targets, "distributed": distributed_targets}
+          "grids": grids_targets, "distributed": distributed_targets,
+          "transient": transient_targets}
 
 
 def summary(sections: list[Section]) -> list[dict]:

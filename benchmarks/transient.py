@@ -13,6 +13,10 @@ of half-wave rectifiers with different loads, and compile time against the DC so
   recorded default-tolerance time of this deck (``ngspice_loop_s`` = B x that time).
 * ``compile`` rows: first-call minus warm time of ``simulate`` and of ``solve`` (the DC
   operating point) on the ``grid_netlist(k)`` resistor-diode grid with a capacitor per node.
+* ``rc_grid k=100``: the CLI on a 100 x 100 deck of the ``rc_grid_k30`` construction
+  (``_rc_grid_deck``, about 30 800 elements) at ngspice's default tolerances, against
+  ngspice's recorded 174 s on its own deck of that construction. ``max_dV`` is measured
+  against our run of the same deck at reltol 1e-6; the issue's bound is 5e-2 V of ngspice.
 
 Run: ``python -m benchmarks.transient [--quick]``.
 """
@@ -70,6 +74,47 @@ def deck_row(name: str) -> dict:
             "ngspice_s": ngspice, "speedup": ngspice / stats["wall_s"] if ngspice else None,
             "max_dV": dv, "atol_V": atol, "steps": doc.get("accepted_steps"),
             "note": "ngspice time recorded in the reference" if ngspice else ""}
+
+
+#: ngspice's recorded time on the 100 x 100 deck of the rc_grid_k30 construction at its
+#: default tolerances (../shared/validation/transient/README.md).
+NGSPICE_K100_DEFAULT_S = 174.0
+
+
+def _cli_waveforms(deck_text: str, tmp: Path, name: str) -> tuple[dict, dict]:
+    """``(run_child stats, JSON document)`` of the CLI on a deck written to ``tmp``."""
+    from .ngspice_grid import run_child
+
+    deck, out = tmp / f"{name}.cir", tmp / f"{name}.json"
+    deck.write_text(deck_text)
+    stats = run_child([sys.executable, "-m", "scenarios", "run", "circuit", "--input",
+                       str(deck), "--json", str(out)], tmp / f"{name}.log", cwd=ROOT)
+    return stats, (json.loads(out.read_text()) if out.exists() else {})
+
+
+def large_grid_row(k: int = 100, seed: int = 8100) -> dict:
+    """The CLI on a k x k deck of the rc_grid_k30 construction (`_rc_grid_deck`) at ngspice's
+    default tolerances, in a fresh process. No ngspice reference exists for it here. Its
+    accuracy is measured against our own run of the same deck at reltol 1e-6. The issue asks
+    for the answer within 5e-2 V of ngspice's default run."""
+    from ._rc_grid_deck import rc_grid_deck
+
+    with tempfile.TemporaryDirectory() as tmp:
+        stats, doc = _cli_waveforms(rc_grid_deck(k, seed), Path(tmp), "default")
+        _, tight = _cli_waveforms(rc_grid_deck(k, seed, "reltol=1e-6 abstol=1e-12 vntol=1e-9 "
+                                                        "chgtol=1e-16"), Path(tmp), "tight")
+    if not doc or not tight:
+        return {"case": f"rc_grid k={k}", "what": "cli (fresh process)", "note": "failed"}
+    dv = max(float(np.max(np.abs(np.asarray(doc["node_voltages"][n]) - np.asarray(v))))
+             for n, v in tight["node_voltages"].items())
+    ngspice = NGSPICE_K100_DEFAULT_S if k == 100 else None
+    return {"case": f"rc_grid k={k}", "what": "cli (fresh process), default tolerances",
+            "ours_s": stats["wall_s"], "ngspice_s": ngspice,
+            "speedup": ngspice / stats["wall_s"] if ngspice else None, "max_dV": dv,
+            "atol_V": 5e-2, "steps": doc.get("accepted_steps"),
+            "note": f"seed {seed}, our own deck of the construction; max_dV against our run at "
+                    "reltol 1e-6; ngspice: its recorded time on its own deck of this construction"
+                    if ngspice else f"seed {seed}; max_dV against our run at reltol 1e-6"}
 
 
 def batch_row(size: int, repeats: int) -> dict:
@@ -148,6 +193,7 @@ def run(quick: bool = False) -> list[dict]:
     rows = [deck_row("rc_step" if quick else "rc_grid_k30")]
     rows.append(batch_row(10 if quick else 10_000, 1 if quick else 3))
     rows.append(compile_row(10 if quick else 100))
+    rows.append(large_grid_row(10 if quick else 100))
     return rows
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from jax import lax
 
 from . import _graph
+from .batch._batch import batch_devices, placer
 from .linear import _small_lu
 from .linear._auto import AutoLinearSolver
 from .linear._dense import DenseLU
@@ -254,24 +255,31 @@ def simulate_batch(graph: Any, values: Mapping[Any, Any], t_eval, *, t0=None,
     values with the batch on the leading axis), each with its own steps, in one compiled
     program (``jax.vmap`` of :func:`simulate`'s) run over chunks of ``chunk_size`` members
     (default `chunk_for`: a batched step's working set stays in cache; the last chunk is
-    padded, so one size compiles once)."""
+    padded, so one size compiles once). With several devices, each chunk is split over all
+    of them, as ``solve_batch`` splits a batch (a chunk is rounded up to a multiple of the
+    device count)."""
     system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
     keys, batched = _graph._sweep_values(system, values)
     size = int(batched[0].shape[0])
     chunk = min(size, chunk_for(system.n) if chunk_size is None else int(chunk_size))
     if chunk < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size!r}.")
+    n_dev = len(batch_devices())
+    chunk = -(-chunk // n_dev) * n_dev  # every device gets the same number of members
     system, cfg, ls, dc = _prepare(system, integrator, initial, evaluation, chunk, dc_solver)
     grid, start = _grid(t_eval, t0)
     problem = TransientProblem(system, keys)
+    place = placer(n_dev)
+    shared = (system.params, system.x0, grid, start)
+    params, x0, times, t_start = place(shared, (None,) * len(jax.tree_util.tree_leaves(shared)))
     outs = []
     for first in range(0, size, chunk):
         rows = np.minimum(np.arange(first, first + chunk), size - 1)  # pad with the last
-        part = tuple(jnp.asarray(v)[rows] for v in batched) if chunk < size else batched
-        outs.append(_run_batch(problem, cfg, ls, dc, initial, system.params, part, system.x0,
-                               grid, start))
-    out = outs[0] if len(outs) == 1 else tuple(
-        jnp.concatenate(parts)[:size] for parts in zip(*outs))
+        part = tuple(jnp.asarray(v)[rows] for v in batched) if chunk != size else batched
+        outs.append(_run_batch(problem, cfg, ls, dc, initial, params,
+                               place(part, (0,) * len(part)), x0, times, t_start))
+    out = tuple(parts[0][:size] if len(outs) == 1 else jnp.concatenate(parts)[:size]
+                for parts in zip(*outs))
     return _solution(system, grid, out, throw)
 
 

@@ -1,5 +1,11 @@
 """solvers.simulate: the storage protocol (charge), the clock, breakpoints, the integrator's
 accuracy against a closed form, batching, result codes and gradients (vs finite differences)."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,6 +13,8 @@ import pytest
 
 import simgraph as sg
 import solvers
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 TAU, TD, TR = 1e-3, 1e-4, 1e-5
 
@@ -304,3 +312,33 @@ def test_chord_newton_of_a_sparse_transient_matches_the_dense_one(monkeypatch):
     batch = solvers.simulate_batch(rc(), {".resistor.r": jnp.asarray([500.0, 1000.0])}, T,
                                    integrator=cfg)
     np.testing.assert_allclose(np.asarray(batch.x)[1], np.asarray(chord.x), atol=1e-8)
+
+
+SHARDED = """
+import json, sys
+import jax, jax.numpy as jnp
+jax.config.update("jax_enable_x64", True)
+sys.path.insert(0, sys.argv[1])
+import solvers
+from solvers.batch._batch import batch_devices
+from test_transient import CFG, T, rc
+sol = solvers.simulate_batch(rc(), {".resistor.r": jnp.linspace(500.0, 2000.0, 6)}, T,
+                             integrator=CFG, chunk_size=3)
+print(json.dumps({"devices": len(batch_devices()), "x": sol.x[:, :, 2].tolist(),
+                  "steps": sol.n_steps.tolist(), "result": sol.result.tolist()}))
+"""
+
+
+def test_batch_is_split_over_several_devices_with_the_same_answer():
+    """Four host devices: each chunk (3 members, rounded up to 4) is split over them."""
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
+           "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", SHARDED, str(ROOT / "tests")],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    multi = json.loads(proc.stdout.strip().splitlines()[-1])
+    single = solvers.simulate_batch(rc(), {".resistor.r": jnp.linspace(500.0, 2000.0, 6)}, T,
+                                    integrator=CFG, chunk_size=3)
+    assert multi["devices"] == 4
+    assert multi["steps"] == single.n_steps.tolist() and multi["result"] == [0] * 6
+    np.testing.assert_allclose(multi["x"], np.asarray(single.x)[:, :, 2], rtol=1e-12, atol=1e-15)

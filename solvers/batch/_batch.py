@@ -220,7 +220,7 @@ def _take(tree, axes, start, stop, pad_to):
     return jax.tree_util.tree_unflatten(treedef, [take(l, a) for l, a in zip(leaves, axes)])
 
 
-def _placer(axes, n_devices):
+def placer(n_devices: int):
     """Put batched leaves split over a 1-D device mesh, the rest replicated."""
     if n_devices == 1:
         return lambda tree, tree_axes: tree
@@ -243,7 +243,7 @@ def _chunked(problem, method, x0_axis, axes, x0, params, size, chunk_size, progr
     block = block_size(problem, method, x0, params, axes) if n_dev == 1 else 0
     chunk, block = fit_blocks(chunk, block)
     starts = list(range(0, size, chunk))
-    place = _placer(axes, n_dev)
+    place = placer(n_dev)
     show = sys.stderr.isatty() if progress is None else progress
     bar = _progress(len(starts)) if show and len(starts) > 1 else None
     parts = []

@@ -11,6 +11,9 @@ of half-wave rectifiers with different loads, and compile time against the DC so
   deck at ngspice's default tolerances (reltol 1e-3, vntol 1e-6, tmax 20 us), one compiled
   call; ``solves_per_s`` = B / warm wall time; against ngspice once per member, from its
   recorded default-tolerance time of this deck (``ngspice_loop_s`` = B x that time).
+* ``diffrax`` row: the same rectifier written as a one-unknown ODE (node ``a`` eliminated,
+  ``_transient_peers``), diffrax's ``Kvaerno5`` vmapped over B loads in one jit, at the
+  same tolerances and step cap; ``max_dV`` compares its V(out) with ours.
 * ``compile`` rows: first-call minus warm time of ``simulate`` and of ``solve`` (the DC
   operating point) on the ``grid_netlist(k)`` resistor-diode grid with a capacitor per node.
 * ``rc_grid k=100``: the CLI on a 100 x 100 deck of the ``rc_grid_k30`` construction
@@ -123,17 +126,10 @@ def batch_row(size: int, repeats: int) -> dict:
 
     jax.config.update("jax_enable_x64", True)
     import solvers
-    from scenarios.circuits import build_circuit, integrator_for, read_netlist
 
-    found = _reference("half_wave")
-    deck, ref = found
-    netlist = read_netlist(deck)
-    loose = {**netlist.options, "reltol": 1e-3, "vntol": 1e-6, "abstol": 1e-12}
-    netlist = type(netlist)(netlist.title, netlist.elements, netlist.models, netlist.analyses,
-                            loose, netlist.temperature)
+    _, ref = _reference("half_wave")
+    netlist, system, cfg = _half_wave_setup()
     tran = netlist.analyses[0]
-    system = solvers.System.build(build_circuit(netlist, transient=tran))
-    cfg = integrator_for(netlist, system, tran, max_steps=20000)
     loads = {".resistors['RL'].r": np.linspace(500.0, 2000.0, size)}
     grid = tran.times()
     call = lambda: solvers.simulate_batch(system, loads, grid, t0=0.0, integrator=cfg)  # noqa: E731
@@ -154,6 +150,57 @@ def batch_row(size: int, repeats: int) -> dict:
             "note": f"{ok}/{size} reached tstop; ngspice loop = B x its recorded "
                     f"{per_member} s (default tolerances)" if per_member else
                     f"{ok}/{size} reached tstop; no recorded ngspice time"}
+
+
+def _half_wave_setup():
+    """The half_wave deck at ngspice's default tolerances: (netlist, System, Integrator)."""
+    import solvers
+    from scenarios.circuits import build_circuit, integrator_for, read_netlist
+
+    deck, _ = _reference("half_wave")
+    netlist = read_netlist(deck)
+    loose = {**netlist.options, "reltol": 1e-3, "vntol": 1e-6, "abstol": 1e-12}
+    netlist = type(netlist)(netlist.title, netlist.elements, netlist.models, netlist.analyses,
+                            loose, netlist.temperature)
+    tran = netlist.analyses[0]
+    system = solvers.System.build(build_circuit(netlist, transient=tran))
+    return netlist, system, integrator_for(netlist, system, tran, max_steps=20000)
+
+
+def diffrax_row(size: int, repeats: int) -> dict:
+    """diffrax's Kvaerno5 on the half-wave rectifier as an ODE (`_transient_peers`), vmapped
+    over ``size`` loads in one jit, at the same tolerances and step cap (``dtmax`` = the
+    deck's tmax, which sets ngspice's and our steps). ``max_dV`` is V(out) against
+    ``simulate_batch`` at the first and last load."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    try:
+        import diffrax  # noqa: F401
+    except ImportError:
+        return {"case": "half_wave", "what": "diffrax Kvaerno5 (vmap)", "B": size,
+                "note": "skipped: diffrax is not installed (pip install .[bench])"}
+    import solvers
+
+    from ._transient_peers import HalfWave, diffrax_batch
+
+    netlist, system, cfg = _half_wave_setup()
+    tran = netlist.analyses[0]
+    grid, loads = np.asarray(tran.times()), np.linspace(500.0, 2000.0, size)
+    peer = diffrax_batch(HalfWave.from_netlist(netlist), loads, grid, cfg.rtol, 1e-6,
+                         tran.tmax, repeats)
+    ends = {".resistors['RL'].r": loads[[0, -1]]}
+    ours = solvers.simulate_batch(system, ends, grid, t0=0.0, integrator=cfg)
+    out = system.locate(".nodes['out']")
+    dv = float(np.max(np.abs(np.asarray(ours.x)[:, :, out].reshape(2, -1)
+                             - peer["ys"][[0, -1]])))
+    return {"case": "half_wave", "what": "diffrax Kvaerno5 (vmap)", "B": size,
+            "solves_per_s": size / peer["seconds"], "max_dV": dv,
+            "steps": int(np.median(peer["steps"])),
+            "note": f"diffrax {peer['seconds']:.3g} s for B (warm); "
+                    f"{int(peer['ok'].sum())}/{size} succeeded; the same ODE, rtol "
+                    f"{cfg.rtol:g}, atol 1e-6 V, dtmax {tran.tmax:g} s; max_dV: V(out) "
+                    "against simulate_batch"}
 
 
 def compile_row(k: int) -> dict:
@@ -192,6 +239,7 @@ def compile_row(k: int) -> dict:
 def run(quick: bool = False) -> list[dict]:
     rows = [deck_row("rc_step" if quick else "rc_grid_k30")]
     rows.append(batch_row(10 if quick else 10_000, 1 if quick else 3))
+    rows.append(diffrax_row(10 if quick else 1000, 1 if quick else 3))
     rows.append(compile_row(10 if quick else 100))
     rows.append(large_grid_row(10 if quick else 100))
     return rows

@@ -12,6 +12,9 @@ pair).
   in this process (trace + compile + run; for simgraph ``solve(graph)``'s first call in a
   fresh process, compilation cache off; ``cached_first_s`` with JAX's persistent cache
   filled by an earlier process). ``vs_hand`` = warm time / the hand Newton's.
+* ``large``: the 2000-node ladder solved once, eager ``solve(graph)`` against
+  ``solve(System)`` (``graph_vs_system``) and against a SciPy sparse Newton
+  (``scipy_vs_graph`` > 1: we are faster; ``_scale_peers.solve_scipy_lu``).
 * ``batch_recompiles``: ``solve_batch`` on ``x**2 = p`` (B = 1000) called again with new
   values whose number of members without a root changes; XLA compilations counted with
   ``jax.monitoring``.
@@ -235,6 +238,35 @@ def batch_rows(size: int = 1000, fractions=(0.0, 0.1, 0.3, 0.05, 0.5)) -> list[d
     return rows
 
 
+# -- one large solve -----------------------------------------------------------------------
+
+LARGE_COLUMNS = ("n", "unknowns", "graph_ms", "system_ms", "graph_vs_system", "scipy_lu_ms",
+                 "scipy_vs_graph", "converged")
+
+
+def large_rows(n: int = 2000, repeats: int = 7) -> list[dict]:
+    """The n-node ladder solved once: eager ``solve(graph)`` and ``solve(System)`` (warm
+    medians, interleaved), against the SciPy sparse Newton of ``_scale_peers`` (``spsolve``
+    steps, the same step limit, compiled residual and Jacobian before the clock)."""
+    import solvers
+
+    from . import _scale_peers
+
+    graph = _make_graph("ladder", n)
+    system = solvers.System.build(graph)
+    method = solvers.default_method(system, atol=ATOL, rtol=RTOL)
+    warm = interleaved_medians({
+        "graph": lambda: block(solvers.solve(graph, method).x),
+        "system": lambda: block(solvers.solve(system, method).x)}, repeats=repeats)
+    scipy = _scale_peers.solve_scipy_lu(system)
+    ok = bool(solvers.solve(graph, method).converged) and scipy["scipy_lu_ok"] == "yes"
+    return [{"n": n, "unknowns": system.n, "graph_ms": 1e3 * warm["graph"],
+             "system_ms": 1e3 * warm["system"], "graph_vs_system": warm["graph"] / warm["system"],
+             "scipy_lu_ms": 1e3 * scipy["scipy_lu_s"],
+             "scipy_vs_graph": scipy["scipy_lu_s"] / warm["graph"],
+             "converged": "yes" if ok else f"no (scipy: {scipy['scipy_lu_ok']})"}]
+
+
 # -- the command line, phase by phase -----------------------------------------------------
 
 _CLI_PHASES = """
@@ -305,6 +337,7 @@ def run(quick: bool = False) -> dict:
     repeats = 3 if quick else 7
     return {"latency": [row for case, n in cases
                         for row in latency_rows(case, n, repeats, fresh_child=not quick)],
+            "large": large_rows(200, 3) if quick else large_rows(2000),
             "batch_recompiles": batch_rows(200, (0.0, 0.3)) if quick else batch_rows(1000),
             "cli": cli_rows(5, ("off",)) if quick else cli_rows(100)}
 

@@ -22,6 +22,7 @@ The walk's index maps each node object to its id. Nodes hash by identity (``_nod
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
 from typing import Any
@@ -289,14 +290,29 @@ def _node_sequence(seq, index, nodes, base):
 
 def _node_dict(d: dict, index, nodes, base):
     """Fast path for a dict of nodes (e.g. ``nodes: dict[str, Node]``): ``(treedef, ids)``.
-    JAX orders a dict's leaves itself (by sorted keys); flattening the positions finds that
-    order without a Python callback per value."""
-    order, treedef = jax.tree_util.tree_flatten(dict(zip(d, range(len(d)))))
-    if treedef.num_leaves != len(d):
-        return None
-    values = list(d.values())
-    spec = _node_sequence(list(map(values.__getitem__, order)), index, nodes, base)
+    JAX orders a dict's leaves by sorted keys. With string keys (the usual case) that is
+    Python's own sort, and the dict's treedef depends only on the keys, so it is made once
+    per set of keys (`_str_dict_treedef`); other keys are ordered by flattening the
+    positions."""
+    if set(map(type, d)) == {str}:
+        keys = sorted(d)
+        treedef = _str_dict_treedef(tuple(keys))
+        ordered = list(map(d.__getitem__, keys))
+    else:
+        order, treedef = jax.tree_util.tree_flatten(dict(zip(d, range(len(d)))))
+        if treedef.num_leaves != len(d):
+            return None
+        values = list(d.values())
+        ordered = list(map(values.__getitem__, order))
+    spec = _node_sequence(ordered, index, nodes, base)
     return None if spec is None else (treedef, spec[1])
+
+
+@functools.lru_cache(maxsize=1024)
+def _str_dict_treedef(keys: tuple):
+    """The treedef of a dict with these (sorted, string) keys, each value one leaf. A pure
+    function of the keys: caching it keeps nothing of any graph."""
+    return jax.tree_util.tree_structure(dict.fromkeys(keys, 0))
 
 
 def path_of(root: Any, target: Any) -> str:

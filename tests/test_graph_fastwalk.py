@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import simgraph as sg
 from simgraph import _walk
@@ -147,3 +148,28 @@ def test_node_classes_compare_by_identity():
 
             def __eq__(self, other):
                 return True
+
+
+class Leaf(sg.ReffableTreeNode):
+    value: jax.Array
+
+
+class Holder(sg.ReffableTreeNode):
+    parts: dict
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(max_size=6), min_size=1, max_size=12, unique=True))
+def test_string_keyed_dicts_order_their_nodes_as_jax_does(st_keys):
+    """The fast path for dicts of nodes with string keys (Python's sort, a cached treedef)
+    gives JAX's own order and treedef, whatever the insertion order."""
+    leaves = {k: Leaf(jnp.asarray(float(i))) for i, k in enumerate(st_keys)}
+    root = Holder(leaves)
+    children, aux, nodes = _walk.traverse(root)
+    order, treedef = jax.tree_util.tree_flatten(dict(zip(leaves, range(len(leaves)))))
+    (_, _, _, (spec,)) = aux[0]  # the root alone: a column of one ("mixed", (its spec,))
+    assert spec == (_walk.MIXED, ((treedef, _walk.id_sequence(range(1, len(leaves) + 1))),))
+    assert nodes[1:] == [list(leaves.values())[i] for i in order]
+    back = jax.tree_util.tree_unflatten(*reversed(jax.tree_util.tree_flatten(root)))
+    assert sorted(back.parts) == sorted(leaves)
+    assert [float(back.parts[k].value) for k in st_keys] == [float(i) for i in range(len(st_keys))]

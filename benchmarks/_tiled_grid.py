@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,8 +39,14 @@ def bus_offset(bus: np.ndarray) -> int:
     return 10 ** len(str(int(bus[:, 0].max())))
 
 
-def tile(source: Path, copies: int, target: Path) -> int:
-    """Write ``copies`` tied copies of ``source`` to ``target``; return the number of buses."""
+class Tiled(NamedTuple):
+    buses: int   # in the tiled case
+    offset: int  # copy c's bus n is numbered c * offset + n
+    slack: int   # the original case's slack bus
+
+
+def tile(source: Path, copies: int, target: Path) -> Tiled:
+    """Write ``copies`` tied copies of ``source`` to ``target``."""
     base, m = read_matrices(source)
     offset = bus_offset(m["bus"])
     slack = m["bus"][m["bus"][:, 1] == SLACK, 0][0]
@@ -63,7 +70,7 @@ def tile(source: Path, copies: int, target: Path) -> int:
             out.write(f"mpc.{name} = [\n")
             np.savetxt(out, np.vstack(chunks), fmt="%.17g", delimiter="\t", newline=";\n")
             out.write("];\n")
-    return sum(len(b) for b in parts["bus"])
+    return Tiled(sum(len(b) for b in parts["bus"]), offset, int(slack))
 
 
 def copy_deviations(doc: dict, reference: dict, offset: int, slack: int, copies: int):

@@ -220,18 +220,14 @@ def tiled_row(case: str = "case_ACTIVSg25k", copies: int = 3) -> dict:
     are taken relative to the copy's own slack bus."""
     from . import _tiled_grid
 
-    source = SHARED / "matpower" / f"{case}.m"
-    _, matrices = _tiled_grid.read_matrices(source)
-    offset = _tiled_grid.bus_offset(matrices["bus"])
-    slack = matrices["bus"][matrices["bus"][:, 1] == _tiled_grid.SLACK, 0][0]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{case}_x{copies}.m"
-        buses = _tiled_grid.tile(source, copies, path)
+        tiled = _tiled_grid.tile(SHARED / "matpower" / f"{case}.m", copies, path)
         with tempfile.TemporaryDirectory() as cache:
             wall, rss, doc, cpu = cli_run(path, cache=cache)
     reference = json.loads((SHARED / "data" / f"{case}.json").read_text())
-    dvm, dva = _tiled_grid.copy_deviations(doc, reference, offset, slack, copies)
-    return {"case": f"{copies} x {case}", "buses": buses,
+    dvm, dva = _tiled_grid.copy_deviations(doc, reference, tiled.offset, tiled.slack, copies)
+    return {"case": f"{copies} x {case}", "buses": tiled.buses,
             "start": doc["start"], "converged": doc["converged"],
             "iterations": doc["iterations"], "max_dVm": dvm, "max_dVa_deg": dva,
             "match": bool(doc["converged"] and dvm <= VM_TOL and dva <= VA_TOL),

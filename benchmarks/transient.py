@@ -27,6 +27,7 @@ Run: ``python -m benchmarks.transient [--quick]``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import sys
@@ -52,21 +53,27 @@ def _reference(name: str) -> tuple[Path, dict] | None:
     return None
 
 
-def deck_row(name: str) -> dict:
-    """The CLI on one deck in a fresh process, against the ngspice reference."""
+def _cli_waveforms(deck: Path, tmp: Path, name: str) -> tuple[dict, dict]:
+    """``(run_child stats, JSON document or {} if it failed)`` of the CLI on ``deck``, in a
+    fresh process writing into ``tmp``."""
     from .ngspice_grid import run_child
 
+    out = tmp / f"{name}.json"
+    stats = run_child([sys.executable, "-m", "scenarios", "run", "circuit", "--input",
+                       str(deck), "--json", str(out)], tmp / f"{name}.log", cwd=ROOT)
+    return stats, (json.loads(out.read_text()) if out.exists() else {})
+
+
+def deck_row(name: str) -> dict:
+    """The CLI on one deck in a fresh process, against the ngspice reference."""
     found = _reference(name)
     if found is None:
         return {"case": name, "what": "cli", "note": "skipped: reference not found"}
     deck, ref = found
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "out.json"
-        stats = run_child([sys.executable, "-m", "scenarios", "run", "circuit", "--input",
-                           str(deck), "--json", str(out)], Path(tmp) / "log.txt", cwd=ROOT)
-        if stats["status"] != 0 or not out.exists():
-            return {"case": name, "what": "cli", "ours_s": stats["wall_s"], "note": "failed"}
-        doc = json.loads(out.read_text())
+        stats, doc = _cli_waveforms(deck, Path(tmp), "out")
+    if stats["status"] != 0 or not doc:
+        return {"case": name, "what": "cli", "ours_s": stats["wall_s"], "note": "failed"}
     t, rt = np.asarray(doc["time"]), np.asarray(ref["time"])
     i, j = np.nonzero(np.isclose(rt[:, None], t[None, :], rtol=0, atol=1e-15))
     dv = max(float(np.max(np.abs(np.asarray(doc["node_voltages"][k])[j] - np.asarray(v)[i])))
@@ -84,17 +91,6 @@ def deck_row(name: str) -> dict:
 NGSPICE_K100_DEFAULT_S = 174.0
 
 
-def _cli_waveforms(deck_text: str, tmp: Path, name: str) -> tuple[dict, dict]:
-    """``(run_child stats, JSON document)`` of the CLI on a deck written to ``tmp``."""
-    from .ngspice_grid import run_child
-
-    deck, out = tmp / f"{name}.cir", tmp / f"{name}.json"
-    deck.write_text(deck_text)
-    stats = run_child([sys.executable, "-m", "scenarios", "run", "circuit", "--input",
-                       str(deck), "--json", str(out)], tmp / f"{name}.log", cwd=ROOT)
-    return stats, (json.loads(out.read_text()) if out.exists() else {})
-
-
 def large_grid_row(k: int = 100, seed: int = 8100) -> dict:
     """The CLI on a k x k deck of the rc_grid_k30 construction (`_rc_grid_deck`) at ngspice's
     default tolerances, in a fresh process. No ngspice reference exists for it here. Its
@@ -102,10 +98,13 @@ def large_grid_row(k: int = 100, seed: int = 8100) -> dict:
     for the answer within 5e-2 V of ngspice's default run."""
     from ._rc_grid_deck import rc_grid_deck
 
+    tight_options = "reltol=1e-6 abstol=1e-12 vntol=1e-9 chgtol=1e-16"
     with tempfile.TemporaryDirectory() as tmp:
-        stats, doc = _cli_waveforms(rc_grid_deck(k, seed), Path(tmp), "default")
-        _, tight = _cli_waveforms(rc_grid_deck(k, seed, "reltol=1e-6 abstol=1e-12 vntol=1e-9 "
-                                                        "chgtol=1e-16"), Path(tmp), "tight")
+        decks = {"default": rc_grid_deck(k, seed), "tight": rc_grid_deck(k, seed, tight_options)}
+        for name, text in decks.items():
+            (Path(tmp) / f"{name}.cir").write_text(text)
+        stats, doc = _cli_waveforms(Path(tmp) / "default.cir", Path(tmp), "default")
+        _, tight = _cli_waveforms(Path(tmp) / "tight.cir", Path(tmp), "tight")
     if not doc or not tight:
         return {"case": f"rc_grid k={k}", "what": "cli (fresh process)", "note": "failed"}
     dv = max(float(np.max(np.abs(np.asarray(doc["node_voltages"][n]) - np.asarray(v))))
@@ -175,9 +174,7 @@ def diffrax_row(size: int, repeats: int) -> dict:
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    try:
-        import diffrax  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("diffrax") is None:
         return {"case": "half_wave", "what": "diffrax Kvaerno5 (vmap)", "B": size,
                 "note": "skipped: diffrax is not installed (pip install .[bench])"}
     import solvers

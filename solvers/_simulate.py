@@ -269,7 +269,8 @@ def simulate_batch(graph: Any, values: Mapping[Any, Any], t_eval, *, t0=None,
     system, cfg, ls, dc = _prepare(system, integrator, initial, evaluation, chunk, dc_solver)
     grid, start = _grid(t_eval, t0)
     problem = TransientProblem(system, keys)
-    place = placer(n_dev)
+    # values traced by the caller's jit/vmap are placed by that transform, not here
+    place = placer(n_dev if is_concrete((batched, system.params)) else 1)
     shared = (system.params, system.x0, grid, start)
     params, x0, times, t_start = place(shared, (None,) * len(jax.tree_util.tree_leaves(shared)))
     outs = []

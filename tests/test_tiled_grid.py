@@ -14,14 +14,13 @@ DATA = pathlib.Path(__file__).parent / "data" / "acpf"
 @pytest.mark.parametrize("name", ["case9", "case30"])
 def test_every_tied_copy_has_the_original_solution(name, tmp_path):
     source = DATA / f"{name}.m"
-    buses = _tiled_grid.tile(source, 3, tmp_path / "tiled.m")
+    tiled_info = _tiled_grid.tile(source, 3, tmp_path / "tiled.m")
     single_case, tiled_case = read_matpower(source), read_matpower(tmp_path / "tiled.m")
-    assert buses == 3 * len(single_case.buses) == len(tiled_case.buses)
+    assert tiled_info.buses == 3 * len(single_case.buses) == len(tiled_case.buses)
     assert sum(b.type == "slack" for b in tiled_case.buses) == 1  # copies' slacks are PV
     single, tiled = build_powerflow(single_case).solve(), build_powerflow(tiled_case).solve()
     assert single.converged and tiled.converged
-    _, m = _tiled_grid.read_matrices(source)
-    offset, slack = _tiled_grid.bus_offset(m["bus"]), int(m["bus"][m["bus"][:, 1] == 3, 0][0])
+    offset, slack = tiled_info.offset, tiled_info.slack
     for c in range(3):
         shift = tiled.bus(slack + c * offset).va_deg - single.bus(slack).va_deg
         for b in single_case.buses:

@@ -221,7 +221,9 @@ def _take(tree, axes, start, stop, pad_to):
 
 
 def placer(n_devices: int):
-    """Put batched leaves split over a 1-D device mesh, the rest replicated."""
+    """``place(tree, axes)``: each leaf of ``tree`` split over a 1-D mesh of ``n_devices``
+    devices along its leading axis where its entry of ``axes`` (one per leaf) is 0,
+    replicated where it is None; the identity on one device."""
     if n_devices == 1:
         return lambda tree, tree_axes: tree
     mesh = Mesh(np.asarray(batch_devices()), ("batch",))

@@ -119,8 +119,9 @@ def large_grid_row(k: int = 100, seed: int = 8100) -> dict:
                     if ngspice else f"seed {seed}; max_dV against our run at reltol 1e-6"}
 
 
-def batch_row(size: int, repeats: int) -> dict:
-    """``size`` half-wave rectifiers (loads 500-2000 ohm) in one ``simulate_batch`` call."""
+def batch_row(size: int, repeats: int, chunk_size: int | None = None) -> dict:
+    """``size`` half-wave rectifiers (loads 500-2000 ohm) in one ``simulate_batch`` call
+    (``chunk_size``: its members per pass; None: its default)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -131,7 +132,8 @@ def batch_row(size: int, repeats: int) -> dict:
     tran = netlist.analyses[0]
     loads = {".resistors['RL'].r": np.linspace(500.0, 2000.0, size)}
     grid = tran.times()
-    call = lambda: solvers.simulate_batch(system, loads, grid, t0=0.0, integrator=cfg)  # noqa: E731
+    call = lambda: solvers.simulate_batch(system, loads, grid, t0=0.0, integrator=cfg,  # noqa: E731
+                                          chunk_size=chunk_size)
     sol = call()
     np.asarray(sol.x)
     times = []
@@ -143,7 +145,8 @@ def batch_row(size: int, repeats: int) -> dict:
     per_member = ref.get("default_tolerance_run", {}).get("wall_s")
     loop = per_member * size if per_member else None
     ok = int(np.sum(np.asarray(sol.converged)))
-    return {"case": "half_wave", "what": "simulate_batch", "B": size, "ours_s": warm,
+    what = "simulate_batch" + (f" chunk_size={chunk_size}" if chunk_size else "")
+    return {"case": "half_wave", "what": what, "B": size, "ours_s": warm,
             "ngspice_s": loop, "speedup": loop / warm if loop else None,
             "solves_per_s": size / warm, "steps": int(np.median(np.asarray(sol.n_steps))),
             "note": f"{ok}/{size} reached tstop; ngspice loop = B x its recorded "

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import solvers
+from solvers.linear import _auto
 from solvers import (RESULTS, AutoLinearSolver, BandedLU, SparseHostLU, SparseKrylov, SparseLU,
                      SparsityError, SparsityPattern)
 from sparse_cases import linear_fn, mna_matrix
@@ -119,7 +120,10 @@ def test_the_chooser_picks_by_size_pattern_batch_and_platform(monkeypatch):
     assert isinstance(AutoLinearSolver().select(pattern), BandedLU)
     assert isinstance(AutoLinearSolver(band_ratio=0).select(pattern), SparseLU)
     small = AutoLinearSolver(max_products=1, band_ratio=0)
-    assert isinstance(small.select(pattern), SparseKrylov)
+    assert isinstance(small.select(pattern), solvers.SparseDenseLU)  # fits the device
+    monkeypatch.setattr(_auto, "_device_memory", lambda: 10 ** 5)
+    small = AutoLinearSolver(max_products=2, band_ratio=0)
+    assert isinstance(small.select(pattern), SparseKrylov)  # does not fit: matrix-free
 
 
 def test_an_auto_linear_solver_in_a_method_becomes_its_choice():

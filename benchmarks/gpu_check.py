@@ -139,7 +139,10 @@ def grids(quick: bool, data: Path | None) -> list[dict]:
     dvm, dva = pg.deviations(case, result.to_json())
     rows = [{"case": case, "first_s": first, **pg.in_process(case, 3),
              "max_dVm": dvm, "max_dVa_deg": dva, "start": result.start}]
-    rows.append(pg.sweep_row(case, 20 if quick else 100, cli=False))
+    # 100 members' dense Jacobians (31 GB) are over SparseDenseLU's share of an H100, and
+    # the matrix-free fallback stalls on power-flow Jacobians: 20 members there
+    on_cpu = jax.default_backend() == "cpu"
+    rows.append(pg.sweep_row(case, 100 if on_cpu and not quick else 20, cli=False))
     return rows
 
 

@@ -52,7 +52,7 @@ LATENCY_COLUMNS = ("case", "n", "method", "warm_us", "vs_hand", "first_s", "cach
 BATCH_COLUMNS = ("call", "failing", "compilations", "time_s")
 CLI_COLUMNS = ("k", "unknowns", "cache", "interpreter_s", "imports_s", "parsing_s",
                "building_s", "lowering_s", "tracing_s", "compiling_s", "solving_s", "writing_s",
-               "total_s", "cli_wall_s")
+               "total_s", "cli_wall_s", "ngspice_op_s", "ngspice_vs_cli")
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 ATOL, RTOL = 1e-14, 1e-12
 
@@ -329,7 +329,22 @@ def cli_rows(k: int, caches=("off", "filled")) -> list[dict]:
             total = interpreter + sum(v for key, v in phases.items() if key.endswith("_s"))
             rows.append({"k": k, "cache": label, "interpreter_s": interpreter, **phases,
                          "total_s": total, "cli_wall_s": wall})
+        _add_ngspice(rows, deck)
     return rows
+
+
+def _add_ngspice(rows: list[dict], deck: Path) -> None:
+    """ngspice's ``.op`` on the same deck, in this run, when it is on PATH: its wall time
+    and its ratio to each row's ``cli_wall_s``."""
+    from . import ngspice_grid
+
+    found = ngspice_grid.run_ngspice(deck, reuse=False)
+    if found is None:
+        return
+    timing, _ = found
+    for row in rows:
+        row.update(ngspice_op_s=timing["wall_s"],
+                   ngspice_vs_cli=timing["wall_s"] / row["cli_wall_s"])
 
 
 def run(quick: bool = False) -> dict:

@@ -60,20 +60,27 @@ def run_child(argv: list[str], log: Path, cwd: Path | None = None, env=None) -> 
 
 
 def read_raw(path: Path) -> dict[str, float]:
-    """The one point of an ngspice raw file (binary or ASCII): ``{vector name: value}``."""
+    """The first point of an ngspice raw file: ``{vector name: value}`` (an ``.op``'s one)."""
+    return {name: float(v[0]) for name, v in read_raw_points(path).items()}
+
+
+def read_raw_points(path: Path) -> dict[str, np.ndarray]:
+    """Every point of a real ngspice raw file (binary or ASCII): ``{vector name: values}``."""
     data = path.read_bytes()
     binary = data.find(b"Binary:\n")
     end = binary if binary >= 0 else data.index(b"Values:\n")
     lines = data[:end].decode("latin-1").splitlines()
     count = int(next(ln for ln in lines if ln.startswith("No. Variables")).split(":")[1])
+    points = int(next(ln for ln in lines if ln.startswith("No. Points")).split(":")[1])
     first = lines.index("Variables:") + 1
     names = [ln.split()[1].lower() for ln in lines[first:first + count]]
     if binary >= 0:
-        values = np.frombuffer(data, "<f8", count, binary + len(b"Binary:\n"))
-    else:
+        values = np.frombuffer(data, "<f8", count * points, binary + len(b"Binary:\n"))
+    else:  # per point: its index, then the values
         text = data[end + len(b"Values:\n"):].decode("latin-1").split()
-        values = np.asarray([float(t) for t in text[1:count + 1]])
-    return dict(zip(names, values.tolist()))
+        values = np.asarray([float(t) for i, t in enumerate(text) if i % (count + 1)])
+    table = values.reshape(points, count)
+    return {name: table[:, i].copy() for i, name in enumerate(names)}
 
 
 def write_deck(k: int, workdir: Path) -> Path:

@@ -22,7 +22,10 @@ pair).
   phase by phase in a child process (interpreter start is ``python -c pass``), without and
   with a compilation cache filled by an earlier process: ``compiling_s`` = XLA compilation
   (``jax.monitoring``), ``solving_s`` = a second, warm solve, ``tracing_s`` = the rest of
-  the first solve (tracing, lowering to XLA, dispatch); ``cli_wall_s`` = the real command.
+  the first solve (tracing, lowering to XLA, dispatch); ``cli_wall_s`` = the real command;
+  ``ngspice_op_s``: ngspice's ``.op`` on the same deck in this run, where it is on PATH.
+  With a filled cache the compile time stays: the program holds the host LU's callback,
+  and JAX stores no program with a host callback.
 
 Run: ``python -m benchmarks.latency [--quick]``.
 """

@@ -93,24 +93,29 @@ def write_deck(k: int, workdir: Path) -> Path:
     return deck
 
 
-def run_ngspice(deck: Path, reuse: bool) -> tuple[dict, dict[str, float]] | None:
-    """ngspice's timing and vectors for ``deck`` (cached next to it when ``reuse``)."""
+def run_ngspice(deck: Path, reuse: bool = False, points: bool = False
+                ) -> tuple[dict, dict] | None:
+    """ngspice's timing and vectors for ``deck``, None without ngspice on PATH: the one
+    point of an ``.op`` (``{name: value}``) or, with ``points``, every point of a
+    ``.tran`` (``{name: values}``); cached next to the deck when ``reuse``. ``ngspice -b``
+    exits with 1 after a ``.tran`` without ``.print``; the raw file is complete then."""
     exe = shutil.which("ngspice")
     if exe is None:
         return None
+    read = read_raw_points if points else read_raw
     digest = hashlib.sha256(deck.read_bytes()).hexdigest()[:16]
     raw, meta = deck.with_suffix(".raw"), deck.with_suffix(".ngspice.json")
     if reuse and meta.exists() and raw.exists():
         cached = json.loads(meta.read_text())
         if cached.get("deck") == digest:
-            return cached["timing"], read_raw(raw)
+            return cached["timing"], read(raw)
     timing = run_child([exe, "-b", "-r", str(raw), str(deck)], deck.with_suffix(".ngspice.log"),
                        cwd=deck.parent)
-    if timing["status"] != 0 or not raw.exists():
+    if timing["status"] not in (0, 1) or not raw.exists():
         raise RuntimeError(f"ngspice failed on {deck} (status {timing['status']}); see "
                            f"{deck.with_suffix('.ngspice.log')}")
     meta.write_text(json.dumps({"deck": digest, "timing": timing}))
-    return timing, read_raw(raw)
+    return timing, read(raw)
 
 
 def run_ours(deck: Path, repeat: int) -> tuple[dict, dict]:

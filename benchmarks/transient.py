@@ -41,6 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .ngspice_grid import run_child, run_ngspice
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = next((p / "shared" / "validation" / "transient" for p in ROOT.parents
                if (p / "shared" / "validation" / "transient").is_dir()), ROOT / "missing")
@@ -60,8 +62,6 @@ def _reference(name: str) -> tuple[Path, dict] | None:
 def _cli_waveforms(deck: Path, tmp: Path, name: str) -> tuple[dict, dict]:
     """``(run_child stats, JSON document or {} if it failed)`` of the CLI on ``deck``, in a
     fresh process writing into ``tmp``."""
-    from .ngspice_grid import run_child
-
     out = tmp / f"{name}.json"
     stats = run_child([sys.executable, "-m", "scenarios", "run", "circuit", "--input",
                        str(deck), "--json", str(out)], tmp / f"{name}.log", cwd=ROOT)
@@ -86,7 +86,7 @@ def deck_row(name: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / deck.name
         copy.write_text(deck.read_text())
-        ran = _ngspice_tran(copy)
+        ran = run_ngspice(copy, points=True)
     if ran:
         ngspice, note = ran[0]["wall_s"], "ngspice on the deck in this run"
     atol = ref.get("suggested_checker_atol_V", ref.get("accuracy", {}).get("suggested_checker_atol_V"))
@@ -99,23 +99,6 @@ def deck_row(name: str) -> dict:
 #: ngspice's recorded time on the 100 x 100 deck of the rc_grid_k30 construction at its
 #: default tolerances (../shared/validation/transient/README.md).
 NGSPICE_K100_DEFAULT_S = 174.0
-
-
-def _ngspice_tran(deck: Path) -> tuple[dict, dict] | None:
-    """ngspice's ``.tran`` of ``deck`` in this run, when it is on PATH: ``(timing,
-    {vector: values at its own time points})``. ``ngspice -b`` exits with 1 after a
-    ``.tran`` without ``.print``; the raw file is complete then."""
-    from .ngspice_grid import read_raw_points, run_child
-
-    exe = shutil.which("ngspice")
-    if exe is None:
-        return None
-    raw = deck.with_suffix(".raw")
-    timing = run_child([exe, "-b", "-r", str(raw), str(deck)], deck.with_suffix(".ngspice.log"),
-                       cwd=deck.parent)
-    if timing["status"] not in (0, 1) or not raw.exists():
-        raise RuntimeError(f"ngspice failed on {deck} (status {timing['status']})")
-    return timing, read_raw_points(raw)
 
 
 def _max_dv_at(deck: Path, vectors: dict) -> float:
@@ -148,7 +131,7 @@ def large_grid_row(k: int = 100, seed: int = 8100) -> dict:
         for name, text in decks.items():
             (Path(tmp) / f"{name}.cir").write_text(text)
         stats, doc = _cli_waveforms(Path(tmp) / "default.cir", Path(tmp), "default")
-        ran = _ngspice_tran(Path(tmp) / "default.cir") if doc else None
+        ran = run_ngspice(Path(tmp) / "default.cir", points=True) if doc else None
         tight, dv = None, None
         if ran:
             dv = _max_dv_at(Path(tmp) / "default.cir", ran[1])
@@ -216,8 +199,6 @@ def _ngspice_member_s(deck: Path, ref: dict, runs: int = 7) -> tuple[float | Non
     recorded = ref.get("default_tolerance_run", {})
     if shutil.which("ngspice") is None:
         return recorded.get("wall_s"), "its recorded time"
-    from .ngspice_grid import run_child
-
     defaults = {"reltol": 1e-3, "abstol": 1e-12, "vntol": 1e-6, "chgtol": 1e-14, "gmin": 1e-12}
     options = " ".join(f"{k}={v:g}" for k, v in recorded.get("options", defaults).items())
     text = "\n".join(f".options {options}" if line.lower().startswith(".options") else line
@@ -225,9 +206,7 @@ def _ngspice_member_s(deck: Path, ref: dict, runs: int = 7) -> tuple[float | Non
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "half_wave.cir"
         path.write_text(text)
-        times = [run_child(["ngspice", "-b", "-r", str(path.with_suffix(".raw")), str(path)],
-                           path.with_suffix(".log"), cwd=Path(tmp))["wall_s"]
-                 for _ in range(runs)]
+        times = [run_ngspice(path, points=True)[0]["wall_s"] for _ in range(runs)]
     return statistics.median(times), f"the median of {runs} processes in this run"
 
 

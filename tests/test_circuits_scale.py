@@ -78,3 +78,21 @@ def test_read_raw_binary_and_markdown(tmp_path):
     assert read_raw(path) == {"v(a)": 1.5, "v(b)": -2.0, "i(v1)": 1e-3}
     table = markdown([{"k": 2, "max_dV": 1e-13, "speedup": 12.345}])
     assert "| 2 |" in table and "1.00e-13" in table and "12.3" in table and "n/a" in table
+
+
+def test_read_raw_points_binary_and_ascii_transients(tmp_path):
+    from benchmarks.ngspice_grid import read_raw_points
+
+    head = ("Title: t\nPlotname: Transient Analysis\nFlags: real\nNo. Variables: 2\n"
+            "No. Points: 3\nVariables:\n\t0\ttime\ttime\n\t1\tv(OUT)\tvoltage\n")
+    rows = np.asarray([[0.0, 1.0], [1e-6, 2.5], [2e-6, -0.5]])
+    binary = tmp_path / "b.raw"
+    binary.write_bytes((head + "Binary:\n").encode() + rows.astype("<f8").tobytes())
+    text = "".join(f"{i}\t{t:.17g}\n\t{v:.17g}\n" for i, (t, v) in enumerate(rows))
+    ascii_raw = tmp_path / "a.raw"
+    ascii_raw.write_text(head + "Values:\n" + text)
+    for path in (binary, ascii_raw):
+        got = read_raw_points(path)
+        assert set(got) == {"time", "v(out)"}
+        np.testing.assert_array_equal(got["time"], rows[:, 0])
+        np.testing.assert_array_equal(got["v(out)"], rows[:, 1])

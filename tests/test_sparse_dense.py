@@ -99,7 +99,21 @@ def test_accelerator_takes_dense_lu_where_sparse_lu_is_over_budget(monkeypatch, 
     np.testing.assert_allclose(sol.x, ref.x, atol=1e-9)
 
 
-def test_dense_budget_grows_with_batch_and_size():
+def test_factored_solves_refuse_what_does_not_fit():
+    m, pattern, fn, x, p = _problem()
+    ls = SparseDenseLU(pattern)
+    _, op = ls.linearize(fn, jnp.asarray(x), jnp.asarray(p))
+    fac = ls.factorize(op)
+    with pytest.raises(solvers.SparsityError, match=r"expected b of shape \(30,\)"):
+        ls.solve_factored(fac, jnp.ones(31))
+    with pytest.raises(TypeError, match="factors that factorize"):
+        ls.solve_factored(op, jnp.ones(30))
+    with pytest.raises(solvers.SparsityError, match="square"):
+        SparseDenseLU(SparsityPattern([0, 1], [0, 2], (2, 3)))
+
+
+def test_dense_budget_grows_with_batch_and_size(monkeypatch):
+    monkeypatch.setattr(_auto, "_device_memory", lambda: _auto.DEVICE_MEMORY_DEFAULT)
     assert _auto.dense_fits_device(3607, 1)
     assert not _auto.dense_fits_device(3607, 10_000)
     assert not _auto.dense_fits_device(100_000, 1)

@@ -12,13 +12,14 @@ into the dense matrix.
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 from jax import lax
 
 from ._abstract import LinearSolution, finite_result
 from ._sparse import _AbstractSparseSolver, as_pattern, with_finite_result
 from ._sparse_jacobian import SparseOperator
-from ._sparsity import pattern_to_dense
+from ._sparsity import SparsityError
 
 
 class SparseDenseLU(_AbstractSparseSolver):
@@ -34,7 +35,7 @@ class SparseDenseLU(_AbstractSparseSolver):
         self._bind_pattern(as_pattern(rows, cols, shape))
 
     def _dense(self, data: jax.Array) -> jax.Array:
-        return pattern_to_dense(self.pattern, self.values(SparseOperator(data)))
+        return self.to_dense(SparseOperator(data))
 
     def _solve(self, transpose):
         def solve(data, b):
@@ -48,5 +49,14 @@ class SparseDenseLU(_AbstractSparseSolver):
 
     def solve_factored(self, factors, b) -> LinearSolution:
         """``J^{-1} b`` and its code with the factors of `factorize` (no gradients)."""
+        n = self.pattern.shape[0]
+        if not (isinstance(factors, tuple) and len(factors) == 2
+                and jnp.shape(factors[0]) == (n, n)):
+            raise TypeError("solve_factored takes the factors that factorize(operator) "
+                            f"returned for this {n} x {n} pattern, got "
+                            f"{type(factors).__name__}")
+        if jnp.shape(b) != (n,):
+            raise SparsityError(f"expected b of shape ({n},), got {jnp.shape(b)}: one "
+                                "right-hand side of this system (vmap for several).")
         x = jsl.lu_solve(factors, b)
         return LinearSolution(x, finite_result(x))

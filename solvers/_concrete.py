@@ -35,5 +35,18 @@ def is_concrete(tree: Any) -> bool:
 
 def staging() -> bool:
     """True inside a transform that stages a program (``jit``, ``make_jaxpr``, a ``lax``
-    loop's body): there even a fresh constant computation gives a tracer."""
+    loop's body): there even a fresh constant computation gives a tracer. Outside every
+    transform the answer is False at once (the probe would dispatch a primitive: ~10 us)."""
+    if _outside_transforms():
+        return False
     return is_traced(lax.stop_gradient(_PROBE))
+
+
+def _no_transform_check() -> bool:
+    return False
+
+
+try:  # JAX has no public "am I inside a transform" predicate; without this one, probe always
+    from jax._src.core import trace_state_clean as _outside_transforms
+except ImportError:  # pragma: no cover - depends on the JAX version
+    _outside_transforms = _no_transform_check

@@ -203,3 +203,20 @@ def test_flat_batch_runs_the_stages_and_equals_traced(monkeypatch):
     seen.clear()
     assert bool(solvers.solve_batch(fn, jnp.zeros(1), jnp.asarray([-1.0, 0.0])).converged.all())
     assert seen == ["Newton"]  # nothing failed: no fallback compiled
+
+
+def test_staging_is_true_only_where_a_program_is_staged():
+    from solvers._concrete import staging
+
+    seen = {}
+
+    def probe(x, key):
+        seen[key] = staging()
+        return x
+
+    probe(jnp.ones(2), "eager")
+    jax.jit(lambda x: probe(x, "jit"))(jnp.ones(2))
+    jax.vmap(lambda x: probe(x, "vmap"))(jnp.ones(2))
+    jax.grad(lambda x: probe(x, "grad").sum())(jnp.ones(2))
+    jax.lax.fori_loop(0, 1, lambda i, x: probe(x, "loop"), jnp.ones(2))
+    assert seen == {"eager": False, "jit": True, "vmap": False, "grad": False, "loop": True}

@@ -27,3 +27,38 @@ def test_residual_traced_once_per_role():
     jaxpr = jax.make_jaxpr(lambda x0, c: method.solve(FlatProblem(sinh_residual), x0, c).x)(
         jnp.zeros(3), jnp.ones(3))
     assert str(jaxpr).count("sinh") == 3
+
+
+def _flops(fn, *args) -> float:
+    cost = jax.jit(fn).lower(*args).compile().cost_analysis()
+    return float((cost[0] if isinstance(cost, list) else cost)["flops"])
+
+
+def test_fallback_stages_cost_one_stage_in_the_program_estimate():
+    # XLA:CPU runs a program inline on the caller's thread when its cost estimate (a loop
+    # body counted once, a branch at its largest) is small; Default's fallbacks run in one
+    # loop over a switch, so adding stages does not add their costs to the estimate.
+    x0, c = jnp.zeros(2), jnp.asarray([0.5, 1.0])
+
+    def cost(*stages):
+        method = solvers.Default(methods=stages) if stages else solvers.Default()
+        return _flops(lambda x, p: solvers.solve_flat(sinh_residual, x, p, solver=method).x,
+                      x0, c)
+
+    newton = solvers.Newton()
+    trust, homotopy = solvers.TrustRegion(), solvers.Homotopy(inner=newton)
+    largest = max(cost(newton, trust), cost(newton, homotopy))
+    assert cost(newton, trust, homotopy) <= 1.05 * largest
+    assert cost(newton, trust, homotopy, trust, homotopy) <= 1.05 * largest
+
+
+def test_default_under_vmap_retries_only_failing_members():
+    # x^2 = p: no real root for p < 0 (every stage fails), Newton solves p > 0 at once.
+    def f(x, p):
+        return x * x - p
+
+    p = jnp.asarray([4.0, -1.0, 9.0])
+    sol = jax.jit(jax.vmap(lambda x, q: solvers.solve_flat(f, x, q)))(jnp.ones((3, 1)), p[:, None])
+    assert list(map(bool, sol.converged)) == [True, False, True]
+    assert abs(float(sol.x[0, 0]) - 2.0) < 1e-12 and abs(float(sol.x[2, 0]) - 3.0) < 1e-12
+    assert int(sol.iterations[1]) > int(sol.iterations[0])  # the fallbacks ran for it only

@@ -132,7 +132,8 @@ class Default(AbstractRootMethod):
     ``solvers.solve``/``solve_batch`` called outside ``jit``/``vmap`` run Newton alone first and
     compile the fallbacks only if some member failed, for those members only: a fraction of
     the compile time when Newton succeeds, with the same answer. Traced, the two Newton
-    stages run as one `NewtonRestarts` loop (one copy of Newton in the program).
+    stages run as one `NewtonRestarts` loop (one copy of Newton in the program) and all
+    stages as one loop (`run_stages`).
 
     Over-determined systems (m > n) go to Levenberg-Marquardt (least squares).
     ``methods`` replaces the sequence of stages.
@@ -185,17 +186,46 @@ class Default(AbstractRootMethod):
         out = jax.eval_shape(problem.fn, x0, params)
         vectors = x0.ndim == 1 and len(out.shape) == 1
         stages = self.plan(*((out.shape[0], x0.shape[0]) if vectors else (None, None)))
-        stages = NewtonRestarts.of(stages)
+        return run_stages(NewtonRestarts.of(stages), problem, x0, params, active)
 
-        def retry(stage, best: FlatSolution) -> FlatSolution:
+
+def run_stages(stages: tuple, problem: FlatProblem, x0, params: Any,
+               active) -> FlatSolution:
+    """``Default``'s order, traced: the first stage solves every active member, each later
+    one the members that `needs_retry` after the ones before, each member keeping its better
+    attempt; the loop stops once no member needs another stage.
+
+    One loop over a ``lax.switch`` of the stages (not one ``cond`` each): XLA's cost
+    estimate counts a loop body once, so a small system's program stays under XLA:CPU's
+    threshold for running inline on the caller's thread (about 1000 flops) instead of
+    being handed to a worker thread, which costs more than a small solve itself.
+    """
+    if len(stages) == 1:
+        return stages[0].run(problem, x0, params, active)
+
+    def attempt(first: bool, stage):
+        def run(best: FlatSolution) -> FlatSolution:
+            if first:
+                return stage.run(problem, x0, params, active)
             members = active & needs_retry(best)
-            # Skipped outright when no member needs it (under vmap this is a select: the
-            # stage's own loops already stop at once for inactive members).
-            return lax.cond(jnp.any(members),
-                            lambda: merge(best, stage.run(problem, x0, params, members), members),
-                            lambda: best)
+            return merge(best, stage.run(problem, x0, params, members), members)
+        return run
 
-        return fall_back(stages, lambda stage: stage.run(problem, x0, params, active), retry)
+    branches = [attempt(i == 0, stage) for i, stage in enumerate(stages)]
+
+    def cond(carry):
+        k, best = carry
+        more = (k < len(stages)) & jnp.any(active & needs_retry(best))
+        return (k == 0) | more
+
+    def body(carry):
+        k, best = carry
+        return k + 1, lax.switch(k, branches, best)
+
+    zero = jnp.zeros((), jnp.int32)
+    nothing = make_solution(x0, code(RESULTS.max_steps_reached), zero, zero, zero,
+                            jnp.full((), jnp.inf, x0.dtype))
+    return lax.while_loop(cond, body, (zero, nothing))[1]
 
 
 def needs_retry(sol: FlatSolution) -> Any:
@@ -205,8 +235,8 @@ def needs_retry(sol: FlatSolution) -> Any:
 
 
 def fall_back(stages: tuple, first: Callable, retry: Callable) -> FlatSolution:
-    """``Default``'s order, once for the traced run and the host's staging: ``first(stage)``
-    solves every member with the first stage, then ``retry(stage, best)`` gives each later
+    """``Default``'s order on the host (`run_staged`; `run_stages` is its traced twin):
+    ``first(stage)`` solves every member with the first stage, then ``retry(stage, best)`` gives each later
     stage the members that `needs_retry` and keeps each member's better attempt."""
     best = first(stages[0])
     for stage in stages[1:]:

@@ -9,6 +9,7 @@ raised to it (float64 keeps its tolerances: 1e-10 is far above 100 eps there).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import jax.numpy as jnp
@@ -21,8 +22,19 @@ RTOL_EPS = 100
 
 def for_dtype(method: AbstractRootMethod, dtype) -> AbstractRootMethod:
     """``method`` (and the methods inside it) with every rtol raised to what ``dtype`` can
-    resolve; the same object when nothing changes (no recompilation)."""
+    resolve; the same object when nothing changes (no recompilation). Kept per method and
+    dtype: the walk costs more than a small warm solve's dispatch."""
+    try:
+        return _for_dtype_kept(method, jnp.dtype(dtype))
+    except TypeError:  # a method configured with something unhashable
+        return _for_dtype(method, dtype)
+
+
+def _for_dtype(method: AbstractRootMethod, dtype) -> AbstractRootMethod:
     return _raise_rtol(method, RTOL_EPS * float(jnp.finfo(dtype).eps))
+
+
+_for_dtype_kept = functools.lru_cache(maxsize=64)(_for_dtype)
 
 
 def _raise_rtol(obj: Any, floor: float) -> Any:

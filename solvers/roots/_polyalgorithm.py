@@ -198,7 +198,11 @@ def run_stages(stages: tuple, problem: FlatProblem, x0, params: Any,
     One loop over a ``lax.switch`` of the stages (not one ``cond`` each): XLA's cost
     estimate counts a loop body once, so a small system's program stays under XLA:CPU's
     threshold for running inline on the caller's thread (about 1000 flops) instead of
-    being handed to a worker thread, which costs more than a small solve itself.
+    being handed to a worker thread, which costs more than a small solve itself. The loop
+    runs once per stage whatever the members' outcomes, so under ``vmap`` its index stays
+    unbatched and the switch runs one stage a turn; a stage no member needs is skipped (a
+    ``cond``: a select under ``vmap``, where the stage's loops stop at once for inactive
+    members).
     """
     if len(stages) == 1:
         return stages[0].run(problem, x0, params, active)
@@ -208,24 +212,16 @@ def run_stages(stages: tuple, problem: FlatProblem, x0, params: Any,
             if first:
                 return stage.run(problem, x0, params, active)
             members = active & needs_retry(best)
-            return merge(best, stage.run(problem, x0, params, members), members)
+            return lax.cond(jnp.any(members),
+                            lambda: merge(best, stage.run(problem, x0, params, members), members),
+                            lambda: best)
         return run
 
     branches = [attempt(i == 0, stage) for i, stage in enumerate(stages)]
-
-    def cond(carry):
-        k, best = carry
-        more = (k < len(stages)) & jnp.any(active & needs_retry(best))
-        return (k == 0) | more
-
-    def body(carry):
-        k, best = carry
-        return k + 1, lax.switch(k, branches, best)
-
     zero = jnp.zeros((), jnp.int32)
     nothing = make_solution(x0, code(RESULTS.max_steps_reached), zero, zero, zero,
                             jnp.full((), jnp.inf, x0.dtype))
-    return lax.while_loop(cond, body, (zero, nothing))[1]
+    return lax.fori_loop(0, len(stages), lambda k, best: lax.switch(k, branches, best), nothing)
 
 
 def needs_retry(sol: FlatSolution) -> Any:

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from ..linear._dense import DenseLU
 from ._iterate import AbstractIterativeMethod, Progress
@@ -109,10 +110,10 @@ class Newton(AbstractIterativeMethod):
         phi = jnp.where(moved, search.phi, s.phi)
         converged = (max_abs(f) <= self.atol) | small_step
         searched = search.ok | self._relaxed(s)  # a failed full step goes back to the best
-        failure = jnp.where(
-            ~dx_ok, jnp.where(jacobian_finite(ls, op, s.x), failure_code(linear.result),
-                              code(RESULTS.nonfinite_jacobian)),
-            jnp.where(searched, code(RESULTS.successful), self._why(ls, op, search)))
+        # The diagnosis (a matvec, the pivot ratio) runs only after a failed step: a cond
+        # (a select under vmap, where both sides run as they did before).
+        failure = lax.cond(dx_ok & searched, lambda: code(RESULTS.successful),
+                           lambda: self._failure(ls, op, s.x, linear, dx_ok, search))
         x, f, phi, best, streak = self._watch(s, x, f, phi, search.ok, converged)
         rel_step = jnp.where(dx_ok, relative_step(dx, s.x), jnp.inf)
         return (_State(x, f, phi, best, streak, rel_step, s.watchdog),
@@ -129,6 +130,12 @@ class Newton(AbstractIterativeMethod):
         best = _pick(improved, (x, f, phi), s.best)
         x, f, phi = _pick(back, best, (x, f, phi))
         return x, f, phi, best, jnp.where(back, s.watchdog, streak)
+
+    def _failure(self, ls, op, x, linear, dx_ok, search: LineSearchResult) -> jax.Array:
+        """The code of a failed step: no finite Newton step (why), else a failed search."""
+        no_step = jnp.where(jacobian_finite(ls, op, x), failure_code(linear.result),
+                            code(RESULTS.nonfinite_jacobian))
+        return jnp.where(~dx_ok, no_step, self._why(ls, op, search))
 
     def _why(self, ls, op, search: LineSearchResult) -> jax.Array:
         """The code for a failed line search."""

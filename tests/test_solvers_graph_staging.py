@@ -220,3 +220,13 @@ def test_staging_is_true_only_where_a_program_is_staged():
     jax.grad(lambda x: probe(x, "grad").sum())(jnp.ones(2))
     jax.lax.fori_loop(0, 1, lambda i, x: probe(x, "loop"), jnp.ones(2))
     assert seen == {"eager": False, "jit": True, "vmap": False, "grad": False, "loop": True}
+
+
+def test_staging_answers_the_same_without_jax_s_trace_state(monkeypatch):
+    # On a JAX without the private trace-state predicate, the probe alone decides.
+    from solvers import _concrete
+
+    monkeypatch.setattr(_concrete, "_outside_transforms", _concrete._no_transform_check)
+    assert _concrete.staging() is False
+    assert jax.jit(lambda x: x + float(_concrete.staging()))(jnp.zeros(())) == 1.0
+    assert jax.vmap(lambda x: x + float(_concrete.staging()))(jnp.zeros(2)).tolist() == [0.0, 0.0]

@@ -280,9 +280,16 @@ def _assemble_x(analysis: Analysis, pieces: list):
         for idx, values in pieces:
             x0[idx] = np.asarray(values).reshape(idx.shape)
         return _to_device(x0)
-    x0 = jnp.zeros(analysis.n, dtype=analysis.x_dtype)
-    for idx, values in pieces:
-        x0 = x0.at[idx].set(jnp.reshape(values, idx.shape).astype(analysis.x_dtype))
+    indices, values = zip(*pieces)
+    return _scatter_x(values, indices, analysis.n, np.dtype(analysis.x_dtype))
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _scatter_x(values: tuple, indices: tuple, n: int, dtype) -> jax.Array:
+    """x0 from device columns in one compiled call (eager ``.at[].set``s cost ~0.3 ms each)."""
+    x0 = jnp.zeros(n, dtype)
+    for idx, column in zip(indices, values):
+        x0 = x0.at[idx].set(jnp.reshape(column, idx.shape).astype(dtype))
     return x0
 
 

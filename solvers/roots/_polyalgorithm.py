@@ -192,8 +192,8 @@ class Default(AbstractRootMethod):
 def run_stages(stages: tuple, problem: FlatProblem, x0, params: Any,
                active) -> FlatSolution:
     """``Default``'s order, traced: the first stage solves every active member, each later
-    one the members that `needs_retry` after the ones before, each member keeping its better
-    attempt; the loop stops once no member needs another stage.
+    one the members that `needs_retry` after the ones before (skipped when there are none),
+    each member keeping its better attempt.
 
     One loop over a ``lax.switch`` of the stages (not one ``cond`` each): XLA's cost
     estimate counts a loop body once, so a small system's program stays under XLA:CPU's
@@ -232,8 +232,9 @@ def needs_retry(sol: FlatSolution) -> Any:
 
 def fall_back(stages: tuple, first: Callable, retry: Callable) -> FlatSolution:
     """``Default``'s order on the host (`run_staged`; `run_stages` is its traced twin):
-    ``first(stage)`` solves every member with the first stage, then ``retry(stage, best)`` gives each later
-    stage the members that `needs_retry` and keeps each member's better attempt."""
+    ``first(stage)`` solves every member with the first stage, then ``retry(stage, best)``
+    gives each later stage the members that `needs_retry` and keeps each member's better
+    attempt."""
     best = first(stages[0])
     for stage in stages[1:]:
         best = retry(stage, best)

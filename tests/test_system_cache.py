@@ -176,3 +176,18 @@ def test_jit_outputs_refer_to_their_own_graph_and_keep_no_graph_alive():
     del graph_a, out_a
     gc.collect()
     assert cell() is None  # the jit cache (keyed by the structure) does not keep A alive
+
+
+def test_device_leaves_give_the_host_leaves_x0_and_params():
+    # x0 and params gathered from device arrays (one compiled scatter and stack) equal the
+    # ones gathered from numbers on the host, including unknowns that do not start at 0.
+    graph = diode_ladder(5)
+    for k, node in enumerate(sg.nodes(graph)):
+        if isinstance(node, Node):
+            node.v = 0.1 * k
+    host, device = solvers.System.build(graph), solvers.System.build(jax.device_put(graph))
+    assert np.abs(np.asarray(host.x0)).sum() > 0
+    np.testing.assert_array_equal(device.x0, host.x0)
+    for label, cols in host.params.items():
+        for name, value in cols.items():
+            np.testing.assert_array_equal(device.params[label][name], value)

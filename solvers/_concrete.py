@@ -46,7 +46,16 @@ def _no_transform_check() -> bool:
     return False
 
 
-try:  # JAX has no public "am I inside a transform" predicate; without this one, probe always
-    from jax._src.core import trace_state_clean as _outside_transforms
-except ImportError:  # pragma: no cover - depends on the JAX version
-    _outside_transforms = _no_transform_check
+def _eager_trace_check():
+    """A check that the current trace is the eager one this module was imported under (JAX's
+    public ``jax.extend.core.get_opaque_trace_state``); where JAX lacks it, one that always
+    says "maybe not" (the probe then decides)."""
+    try:
+        from jax.extend.core import get_opaque_trace_state
+        eager = get_opaque_trace_state(convention="nnx")
+    except (ImportError, AttributeError, TypeError):  # pragma: no cover - older JAX
+        return _no_transform_check
+    return lambda: get_opaque_trace_state(convention="nnx") == eager
+
+
+_outside_transforms = _eager_trace_check()

@@ -52,6 +52,29 @@ def test_fallback_stages_cost_one_stage_in_the_program_estimate():
     assert cost(newton, trust, homotopy, trust, homotopy) <= 1.05 * largest
 
 
+def _conds(jaxpr) -> list:
+    """Every cond/switch equation in ``jaxpr`` and its sub-jaxprs."""
+    from jax.extend.core import jaxprs_in_params
+
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "cond":
+            found.append(eqn)
+        for sub in jaxprs_in_params(eqn.params):
+            found += _conds(sub)
+    return found
+
+
+def test_vmapped_default_switches_one_stage_a_turn():
+    # The stage index must stay unbatched under vmap: a batched switch becomes a select over
+    # every stage's outputs, running all stages on every turn of the loop.
+    stages = solvers.Default().plan(2, 2)
+    batched = jax.make_jaxpr(jax.vmap(lambda x, c: solvers.solve_flat(sinh_residual, x, c).x))(
+        jnp.zeros((3, 2)), jnp.ones((3, 2)))
+    switches = [e for e in _conds(batched.jaxpr) if len(e.params["branches"]) == len(stages) - 1]
+    assert switches, "Default's stage switch was batched away under vmap"
+
+
 def test_default_under_vmap_retries_only_failing_members():
     # x^2 = p: no real root for p < 0 (every stage fails), Newton solves p > 0 at once.
     def f(x, p):

@@ -67,10 +67,7 @@ class TrustRegionRestarts(AbstractRootMethod):
             k, best = carry
             return (k < modes.shape[0]) & active & ~best.converged
 
-        zero = jnp.zeros((), jnp.int32)
-        nothing = make_solution(x0, code(RESULTS.max_steps_reached), zero, zero, zero,
-                                jnp.full((), jnp.inf, x0.dtype))
-        return lax.while_loop(cond, body, (zero, nothing))[1]
+        return lax.while_loop(cond, body, (jnp.zeros((), jnp.int32), _nothing(x0)))[1]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,10 +95,7 @@ class NewtonRestarts(AbstractRootMethod):
             k, best = carry
             return (k < lengths.shape[0]) & active & ((k == 0) | needs_retry(best))
 
-        zero = jnp.zeros((), jnp.int32)
-        nothing = make_solution(x0, code(RESULTS.max_steps_reached), zero, zero, zero,
-                                jnp.full((), jnp.inf, x0.dtype))
-        return lax.while_loop(cond, body, (zero, nothing))[1]
+        return lax.while_loop(cond, body, (jnp.zeros((), jnp.int32), _nothing(x0)))[1]
 
     @classmethod
     def of(cls, stages: tuple) -> tuple:
@@ -218,10 +212,16 @@ def run_stages(stages: tuple, problem: FlatProblem, x0, params: Any,
         return run
 
     branches = [attempt(i == 0, stage) for i, stage in enumerate(stages)]
+    return lax.fori_loop(0, len(stages), lambda k, best: lax.switch(k, branches, best),
+                         _nothing(x0))
+
+
+def _nothing(x0) -> FlatSolution:
+    """The attempt before any: x0, no evaluations, an infinite residual (any attempt that
+    converges or has a finite residual is `_better`)."""
     zero = jnp.zeros((), jnp.int32)
-    nothing = make_solution(x0, code(RESULTS.max_steps_reached), zero, zero, zero,
-                            jnp.full((), jnp.inf, x0.dtype))
-    return lax.fori_loop(0, len(stages), lambda k, best: lax.switch(k, branches, best), nothing)
+    return make_solution(x0, code(RESULTS.max_steps_reached), zero, zero, zero,
+                         jnp.full((), jnp.inf, x0.dtype))
 
 
 def needs_retry(sol: FlatSolution) -> Any:

@@ -24,8 +24,8 @@ pair).
   (``jax.monitoring``), ``solving_s`` = a second, warm solve, ``tracing_s`` = the rest of
   the first solve (tracing, lowering to XLA, dispatch); ``cli_wall_s`` = the real command;
   ``ngspice_op_s``: ngspice's ``.op`` on the same deck in this run, where it is on PATH.
-  With a filled cache the compile time stays: the program holds the host LU's callback,
-  and JAX stores no program with a host callback.
+  The solve steps Newton from the host (the host LU between compiled F/J evaluations), so
+  a filled cache holds its programs and ``compiling_s`` falls to reading them.
 
 Run: ``python -m benchmarks.latency [--quick]``.
 """

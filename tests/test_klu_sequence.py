@@ -97,7 +97,7 @@ def _case89():
 
 
 def test_host_newton_factors_once_per_solve_and_repeats_itself(monkeypatch):
-    from scenarios._network_solve import host_newton
+    from test_host_newton import host as host_newton
     system, newton = _case89()
     if newton.linear_solver.factorization != "klu":
         pytest.skip("the default method does not use KLU here")
@@ -111,7 +111,7 @@ def test_host_newton_factors_once_per_solve_and_repeats_itself(monkeypatch):
 
 def test_host_newton_reports_a_singular_jacobian(monkeypatch):
     import solvers
-    from scenarios._network_solve import host_newton
+    from test_host_newton import host as host_newton
     system, newton = _case89()
     real = type(newton.linear_solver).host_sequence
 

@@ -4,6 +4,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from solvers.linear._auto import host_solver
 from solvers.linear._schur import eliminated, schur_plan
@@ -164,3 +166,30 @@ def test_well_posed_saddle_points_are_solved_without_the_whole_factorization(mon
     n = dense.shape[0]
     b = np.random.default_rng(6).normal(size=n)
     _assert_solves(dense, *_solves(_schur_solver(rows, cols, n), rows, cols, vals, n, b), b)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 40), st.floats(0.02, 0.4), st.integers(0, 2**31 - 1))
+def test_dissection_helpers_equal_scipys_subgraphs_and_hop_counts(n, density, seed):
+    """`_principal` is ``adj[nodes][:, nodes]`` and `_bfs_levels` scipy's unweighted
+    shortest paths, on random symmetric graphs (a component from a random start)."""
+    import scipy.sparse as sp
+    from scipy.sparse import csgraph
+
+    from solvers.linear import _sparse_order
+
+    rng = np.random.default_rng(seed)
+    a = sp.random(n, n, density=density, random_state=seed)
+    adj = ((a + a.T) != 0).astype(float).tolil()
+    adj.setdiag(0)
+    adj = adj.tocsr()
+    adj.eliminate_zeros()
+    nodes = np.sort(rng.choice(n, size=rng.integers(1, n + 1), replace=False))
+    sub = _sparse_order._principal(adj, nodes)
+    assert (sub != adj[nodes][:, nodes]).nnz == 0 and sub.shape == (nodes.size,) * 2
+    _, labels = csgraph.connected_components(sub, directed=False)
+    part = np.flatnonzero(labels == labels[0])
+    component = _sparse_order._principal(sub, part)
+    start = int(rng.integers(part.size))
+    hops = csgraph.shortest_path(component, unweighted=True, indices=start, directed=False)
+    np.testing.assert_array_equal(_sparse_order._bfs_levels(component, start), hops)

@@ -49,7 +49,6 @@ def solve_with_fallback(case: PowerCase, graph: PowerGraph, start: str, method: 
         first, rest = method.stages(system)
     else:
         first, rest = method, None
-    host = isinstance(method, NetworkMethod) and method.host_steps
     starts = [start] + ([s for s in STARTS if s != start] if fallback else [])
     tried, attempts, best = [], [], None
     for name in starts:
@@ -58,7 +57,7 @@ def solve_with_fallback(case: PowerCase, graph: PowerGraph, start: str, method: 
             continue  # no DC solution, or the same point as a start already tried
         tried.append(x0)
         run = system if name == start else solvers.System(x0, system.params, system.structure)
-        solved = solve_graph(run, first, host)
+        solved = solve_graph(run, first)
         attempt = _attempt(name, "newton", solved)
         attempts.append(attempt)
         best = _better(best, (solved, attempt))

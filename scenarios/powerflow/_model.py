@@ -25,9 +25,9 @@ __all__ = ["BusResult", "PowerModel", "PowerResult", "PowerSweep", "build_powerf
 #: 1e-14; roundoff floors the mismatch of large cases near 1e-12): full Newton in polar form,
 #: as PYPOWER, first (4-7 steps), with the library's choice of linear solver (a sparse LU with
 #: a fill-reducing ordering for large cases); a factory ``System -> method``. With the host LU
-#: its Newton steps run from the host (``host_steps``: the compiled program is F and J alone,
+#: ``solvers.solve`` steps Newton from the host (the compiled program is F and J alone,
 #: which the CLI's compilation cache keeps for the next process).
-DEFAULT_METHOD = NetworkMethod(atol=1e-10, rtol=1e-12, atol32=1e-5, host_steps=True)
+DEFAULT_METHOD = NetworkMethod(atol=1e-10, rtol=1e-12, atol32=1e-5)
 #: Sweep parameter names and the parameter each one sets.
 SWEEP_PARAMETERS = {"load_scale": ".loading.scale"}
 

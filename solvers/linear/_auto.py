@@ -63,6 +63,12 @@ ND_TRY_FILL = 4.0
 #: degree's multiply-adds: on 2-D grids the two are within 10% (its short, bushy elimination
 #: tree factors faster at equal counts); on transmission grids it needs 7-250 times as many.
 ND_SLACK = 1.25
+#: KLU also factors patterns that fill more than ``ND_TRY_FILL`` times, up to this many
+#: multiply-adds a factorization with minimum degree: on the 2-D diode grid a Newton solve
+#: with KLU takes 0.4x SuperLU's time (nested dissection) at 1 600 unknowns (0.5 M
+#: multiply-adds), 0.5x at 10 000 (10 M), 0.7x at 20 000 (41 M) and 0.95-1.1x at 40 000
+#: (136 M), where SuperLU's supernodes catch up.
+KLU_MAX_PRODUCTS = 5e7
 #: On CPU, batches of systems this large that `SparseLU` cannot take get the host LU too,
 #: whatever the batch size: a member's factorization outweighs the callback's cost, and
 #: `SparseKrylov` stalls on network Jacobians (case_ACTIVSg2000, 3 607 unknowns: a 100-member
@@ -183,9 +189,10 @@ def host_solver(rows, cols=None, shape=None) -> SparseHostLU:
     leaves a weighted Laplacian on the heads, as EPANET's GGA does) ``schur=True`` with a
     symmetric ordering on the complement (from ``ND_MIN`` unknowns our nested dissection):
     at 10^5 unknowns a Newton step takes a quarter of COLAMD's time on the whole matrix.
-    The symmetric ordering of the whole matrix is `symmetric_ordering`'s; where it is minimum
-    degree with little fill (`klu_suits`: power grids, ladders, sparse circuits) and KLU is
-    installed, KLU factors instead (2-3.5x faster than SuperLU on transmission grids)."""
+    Where KLU is installed and suits the pattern (`klu_suits`: little fill with minimum
+    degree, as power grids, ladders and sparse circuits have, or few multiply-adds, as 2-D
+    grids up to ~2.5 x 10^4 unknowns), KLU factors it (2-3.5x faster than SuperLU on
+    transmission grids); else SuperLU with `symmetric_ordering`'s ordering."""
     pattern = as_pattern(rows, cols, shape)
     order = host_ordering(pattern.rows, pattern.cols)
     if order == "COLAMD":
@@ -195,19 +202,21 @@ def host_solver(rows, cols=None, shape=None) -> SparseHostLU:
             return SparseHostLU(pattern, permc_spec=complement, diag_pivot_thresh=0.1,
                                 schur=True)
         return SparseHostLU(pattern, permc_spec=order)
-    ordering = symmetric_ordering(pattern)
-    if ordering == "MMD_AT_PLUS_A" and klu_suits(pattern):
+    if klu_suits(pattern):
         return SparseHostLU(pattern, factorization="klu")
+    ordering = symmetric_ordering(pattern)
     return SparseHostLU(pattern, permc_spec=ordering, diag_pivot_thresh=0.1)
 
 
 def klu_suits(pattern: SparsityPattern) -> bool:
     """Whether KLU is installed and minimum degree fills this pattern at most
-    ``ND_TRY_FILL`` times (KLU has no supernodes: where the factors fill much more, as on
-    2-D grids, SuperLU is faster)."""
+    ``ND_TRY_FILL`` times or factors it in at most ``KLU_MAX_PRODUCTS`` multiply-adds (KLU
+    has no supernodes: where the factors fill much more, as on large 2-D grids, SuperLU is
+    faster)."""
     if not _klu.available():
         return False
-    return ordering_cost(pattern, "MMD_AT_PLUS_A")[0] <= ND_TRY_FILL * pattern.nnz
+    fill, products = ordering_cost(pattern, "MMD_AT_PLUS_A")
+    return fill <= ND_TRY_FILL * pattern.nnz or products <= KLU_MAX_PRODUCTS
 
 
 def symmetric_ordering(pattern: SparsityPattern) -> str:

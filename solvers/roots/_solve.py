@@ -16,6 +16,7 @@ from jax import lax
 from ..linear._bind import bind_linear_solvers
 from .._concrete import is_concrete, staging
 from ..linear._dense import DenseLU
+from ._host_newton import host_newton
 from ._implicit import implicit_solution
 from ..linear._abstract import AbstractLinearSolver
 from ._method import AbstractRootMethod, Continuation, FlatProblem, StepLimit
@@ -104,19 +105,33 @@ def solve_member(problem: FlatProblem, method: AbstractRootMethod, x0, params,
     """One member. ``Default`` runs stage by stage (`run_staged`: a fallback is compiled only
     when Newton fails) whenever the values can be read now: outside transforms, and under
     an eager ``grad``/``jvp`` (the stages solve the values without their tangents, then the
-    implicit derivative is attached, as the compiled solve attaches it). Under ``jit`` or
-    ``vmap``: one compiled program. ``shape``: ``(m, n)`` when known (saves a trace of F)."""
+    implicit derivative is attached, as the compiled solve attaches it); a Newton stage on
+    the host LU then steps from the host (`_attempt`). Under ``jit`` or ``vmap``: one
+    compiled program. ``shape``: ``(m, n)`` when known (saves a trace of F)."""
     concrete = is_concrete((x0, params))  # then stop_gradient is the identity: skip its dispatches
     bare = (x0, params) if concrete else lax.stop_gradient((x0, params))
-    if staging() or not is_concrete(bare) or not isinstance(method, Default):
+    if staging() or not is_concrete(bare):
         return _solve_jit(problem, method, x0, params)
+    if not isinstance(method, Default):
+        return _attempt(problem, method, x0, params) if concrete else _solve_jit(
+            problem, method, x0, params)
     m, n = shape if shape is not None else (
         int(np.prod(jax.eval_shape(problem.fn, *bare).shape)), int(x0.shape[-1]))
-    sol = run_staged(method, m, n, lambda stage, _: _solve_jit(problem, stage, *bare))
+    sol = run_staged(method, m, n, lambda stage, _: _attempt(problem, stage, *bare))
     if concrete:
         return sol
     x = implicit_solution(problem.fn, linear_solver_of(method), sol.x, params, sol.converged)
     return dataclasses.replace(sol, x=x)
+
+
+def _attempt(problem: FlatProblem, method: AbstractRootMethod, x0, params) -> Solution:
+    """``method`` on concrete inputs: a Newton on the host LU first steps from the host
+    (`host_newton`: its compiled part fits the persistent cache), the compiled method
+    where that does not converge."""
+    sol = host_newton(problem, method, x0, params)
+    if sol is not None and bool(sol.converged):
+        return sol
+    return _solve_jit(problem, method, x0, params)
 
 
 def raise_if_failed_anywhere(sol: Solution) -> Solution:

@@ -1,0 +1,99 @@
+"""Newton on the host LU, stepped from Python: a compiled program without host callbacks.
+
+A ``Newton`` whose linear solver is the host LU (``SparseHostLU``: SciPy's SuperLU or KLU)
+compiles to one program with a host callback in its loop. JAX never stores such a program in
+its persistent compilation cache, and it takes seconds to compile at 10^4 unknowns. Solved
+on concrete inputs on CPU, the same steps run here instead: one compiled program for F and
+J (and one for the elements' step limit), the host LU between the calls. The programs hold
+no callback, so a second process reads them from the cache. Each step costs one dispatch
+more than the compiled loop, nothing next to a sparse factorization.
+
+The steps are ``Newton``'s full (step-limited) steps, so a run that converges on them gives
+``Newton``'s answer. Where ``Newton`` would backtrack (no watchdog, or a watchdog's streak
+of steps that did not improve), the run stops and says so: the caller then runs the
+compiled method.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._result import RESULTS
+from ..linear._sparse import SparseHostLU
+from ._method import FlatProblem, apply_step_limit
+from ._newton import Newton
+from ._solution import FlatSolution
+
+
+def steps_on_host(newton: Any, x0) -> bool:
+    """Whether `host_newton` runs ``newton`` from ``x0``: a ``Newton`` on a bound
+    ``SparseHostLU``, whose full steps it takes (a watchdog, or no line search), for a
+    non-empty x0 on CPU."""
+    solver = getattr(newton, "linear_solver", None)
+    return (isinstance(newton, Newton) and isinstance(solver, SparseHostLU)
+            and solver.jacobian is not None and np.ndim(x0) == 1 and np.size(x0) > 0
+            and (newton.watchdog > 0 or not newton.line_search)
+            and jax.default_backend() == "cpu")
+
+
+def host_newton(problem: FlatProblem, newton: Newton, x0, params) -> Optional[FlatSolution]:
+    """``newton``'s full steps from ``x0`` with the host LU between compiled evaluations of
+    F and J (None where `steps_on_host` says no). Stops converged, at ``max_steps``, on a
+    singular Jacobian, or where ``newton`` would search: after ``watchdog`` steps in a row
+    without a new smallest max|F| (any step, without a watchdog) or at a non-finite F, with
+    code ``line_search_failed`` and its best point."""
+    if not steps_on_host(newton, x0):
+        return None
+    solver = newton.linear_solver
+    limit = newton.watchdog if newton.line_search else newton.max_steps + 1
+    x, steps, small, rel = np.array(x0), 0, False, np.nan
+    best, streak = (np.inf, x), 0
+    solve = solver.host_sequence()  # KLU: refactors with the last step's pivots
+    while True:
+        f, values = (np.asarray(a) for a in _linearize(solver, problem.fn, x, params))
+        norm = float(np.max(np.abs(f)))
+        if np.isfinite(norm) and norm < best[0]:
+            best, streak = (norm, x), 0
+        else:
+            streak += 1
+        if norm <= newton.atol or small:
+            return _flat(x, RESULTS.successful, steps, norm, rel)
+        if streak >= limit or not np.isfinite(norm):
+            return _flat(best[1], RESULTS.line_search_failed, steps, best[0], rel)
+        if steps >= newton.max_steps:
+            return _flat(x, RESULTS.max_steps_reached, steps, norm, rel)
+        dx = -solve(values, f)
+        if not np.all(np.isfinite(dx)):  # the host LU's signal for a singular Jacobian
+            return _flat(x, RESULTS.singular_jacobian, steps, norm, np.inf)
+        small = bool(np.all(np.abs(dx) <= newton.rtol * np.abs(x)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = float(np.max(np.where(dx == 0, 0.0, np.abs(dx) / np.abs(x))))
+        fraction = 1.0 if problem.step_limit is None else float(
+            _fraction(problem, x, dx, params))
+        x, steps = x + fraction * dx, steps + 1
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _linearize(solver, fn, x, params):
+    """``(F(x), J(x)'s values in pattern order)``: one program per structure and solver."""
+    f, op = solver.linearize(fn, x, params)
+    return f, solver.values(op)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _fraction(problem: FlatProblem, x, dx, params):
+    return apply_step_limit(problem, x, dx, params)
+
+
+def _flat(x, code, steps: int, norm: float, rel: float) -> FlatSolution:
+    """A one-member ``FlatSolution`` on the device (one transfer for every field)."""
+    steps = np.int32(steps)
+    dtype = x.dtype.type
+    return jax.device_put(FlatSolution(
+        x, np.int32(int(code)), np.bool_(code == RESULTS.successful), steps, steps + 1,
+        steps + 1, dtype(norm), dtype(rel)))

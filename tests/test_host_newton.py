@@ -1,0 +1,125 @@
+"""Newton on the host LU stepped from Python (``solvers.roots._host_newton``): the same steps
+as the compiled Newton, a compiled part without host callbacks, and the compiled method
+wherever the host steps do not converge."""
+
+import json
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+import solvers
+from solvers.lowering._residual import StepLimit
+from solvers.roots import _host_newton, _solve
+
+DATA = Path(__file__).parent / "data" / "acpf"
+
+
+def _problem(system, limited: bool = True):
+    step_limit = StepLimit(system.structure) if limited and system.has_step_limit else None
+    return solvers.FlatProblem(system.residual_function, step_limit)
+
+
+def host(system, newton, limited: bool = True):
+    return _host_newton.host_newton(_problem(system, limited), newton, system.x0,
+                                    system.params)
+
+
+def _case89(scale: float = 1.0):
+    """case89pegase (160 unknowns: the host LU) lowered, its load scaled, and the default
+    method's first stage (Newton with a watchdog on the host LU)."""
+    from scenarios.powerflow import DEFAULT_METHOD, build_powerflow, read_case_json
+    system = solvers.System.build(build_powerflow(read_case_json(DATA / "case89pegase.json"),
+                                                  "flat").graph)
+    params = system.set_params(system.params, {".loading.scale": np.float64(scale)})
+    system = solvers.System(system.x0, params, system.structure)
+    newton = DEFAULT_METHOD.stages(system)[0]
+    assert isinstance(newton.linear_solver, solvers.SparseHostLU) and newton.watchdog > 0
+    return system, newton
+
+
+def _grid_circuit(k: int = 6):
+    """A k x k resistor grid with a diode at every node (junction limiting), from 0 V, with
+    the circuit default's first stage on the host LU."""
+    from scenarios.circuits import ATOL, RTOL, build_circuit
+    from scenarios.circuits._generate import grid_netlist
+    system = solvers.System.build(build_circuit(grid_netlist(k)))
+    pattern = system.sparsity_pattern()
+    newton = solvers.Newton(atol=ATOL, rtol=RTOL, watchdog=4,
+                            linear_solver=solvers.SparseHostLU(pattern))
+    return system, newton
+
+
+def _compiled(system, method):
+    """The compiled method (under jit the solve never steps from the host)."""
+    return jax.jit(lambda s: solvers.solve(s, method))(system)
+
+
+def test_host_steps_are_the_compiled_newtons_on_a_power_grid() -> None:
+    system, newton = _case89()
+    ours, theirs = host(system, newton), _compiled(system, newton)
+    assert bool(ours.converged) and bool(theirs.converged)
+    tool = json.loads((DATA / "case89pegase.json").read_text())["solution"]
+    assert int(ours.iterations) == int(theirs.iterations) == tool["tool_iterations"]
+    np.testing.assert_allclose(ours.x, theirs.flat.x, rtol=0, atol=1e-12)
+    assert float(ours.residual_norm) <= 1e-10
+    # no host callback in the compiled part: JAX's persistent cache can keep it
+    lowered = _host_newton._linearize.lower(newton.linear_solver, system.residual_function,
+                                            system.x0, system.params)
+    assert "callback" not in lowered.as_text() and "custom_call" not in lowered.as_text()
+
+
+def test_host_steps_apply_the_elements_step_limit() -> None:
+    system, newton = _grid_circuit()
+    ours, theirs = host(system, newton), _compiled(system, newton)
+    assert bool(ours.converged) and int(ours.iterations) == int(theirs.iterations)
+    np.testing.assert_allclose(ours.x, theirs.flat.x, rtol=0, atol=1e-12)
+    unlimited = host(system, newton, limited=False)  # the limit changed the steps
+    assert int(unlimited.iterations) != int(ours.iterations) or not bool(unlimited.converged)
+
+
+def test_solve_steps_from_the_host_and_compiles_no_method() -> None:
+    system, newton = _grid_circuit(5)
+    method = solvers.Default(atol=newton.atol, rtol=newton.rtol,
+                             linear_solver=newton.linear_solver)
+    before = _solve._solve_jit._cache_size()
+    ours = solvers.solve(system, method)
+    assert _solve._solve_jit._cache_size() == before  # no compiled Newton, no fallback
+    theirs = _compiled(system, method)
+    assert bool(ours.converged) and int(ours.iterations) == int(theirs.iterations)
+    np.testing.assert_allclose(ours.x, theirs.flat.x, rtol=0, atol=1e-12)
+    assert isinstance(ours.x, jax.Array) and ours.system is not None
+
+
+def test_where_the_host_steps_stall_solve_runs_the_compiled_newton() -> None:
+    system, newton = _case89(scale=40.0)  # far beyond the grid's loadability
+    stalled = host(system, newton)
+    assert not bool(stalled.converged) and int(stalled.iterations) < newton.max_steps
+    assert np.isfinite(stalled.residual_norm) and np.all(np.isfinite(stalled.x))  # best point
+    assert int(stalled.result) == int(solvers.RESULTS.line_search_failed)
+    ours, theirs = solvers.solve(system, newton), _compiled(system, newton)
+    assert int(ours.result) == int(theirs.result)
+    assert int(ours.iterations) == int(theirs.iterations) > int(stalled.iterations)
+    np.testing.assert_array_equal(ours.x, theirs.flat.x)
+
+
+@pytest.mark.parametrize("why", ["dense", "backtracking", "batched"])
+def test_host_steps_only_where_they_are_newtons_full_steps(why) -> None:
+    system, newton = _grid_circuit(3)
+    x0 = system.x0
+    if why == "dense":
+        newton = solvers.Newton(watchdog=4)
+    elif why == "backtracking":
+        newton = solvers.Newton(linear_solver=newton.linear_solver)  # no watchdog
+    else:
+        x0 = np.stack([x0, x0])
+    assert not _host_newton.steps_on_host(newton, x0)
+    assert _host_newton.host_newton(_problem(system), newton, x0, system.params) is None
+
+
+def test_host_steps_stay_off_on_an_accelerator(monkeypatch) -> None:
+    system, newton = _grid_circuit(3)
+    assert _host_newton.steps_on_host(newton, system.x0)
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert not _host_newton.steps_on_host(newton, system.x0)

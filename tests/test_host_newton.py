@@ -65,8 +65,8 @@ def test_host_steps_are_the_compiled_newtons_on_a_power_grid() -> None:
     np.testing.assert_allclose(ours.x, theirs.flat.x, rtol=0, atol=1e-12)
     assert float(ours.residual_norm) <= 1e-10
     # no host callback in the compiled part: JAX's persistent cache can keep it
-    lowered = _host_newton._linearize.lower(newton.linear_solver, system.residual_function,
-                                            system.x0, system.params)
+    lowered = _host_newton._advance.lower(newton.linear_solver, _problem(system), system.x0,
+                                          system.x0, system.params)
     assert "callback" not in lowered.as_text() and "custom_call" not in lowered.as_text()
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import solvers
 from solvers.lowering._residual import StepLimit
@@ -123,3 +125,24 @@ def test_host_steps_stay_off_on_an_accelerator(monkeypatch) -> None:
     assert _host_newton.steps_on_host(newton, system.x0)
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     assert not _host_newton.steps_on_host(newton, system.x0)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(2, 3), st.integers(0, 2**16), st.floats(1.0, 1e3), st.floats(-20.0, 20.0))
+def test_solve_gives_the_compiled_newtons_answer_on_random_grids(k, seed, spread, volts):
+    """Random resistances and sources (some far from forward bias): where the host steps
+    converge, the compiled Newton converges in as many steps to the same point; where they
+    do not, ``solve`` runs the compiled Newton and returns its answer."""
+    from scenarios.circuits import ATOL, RTOL, build_circuit
+    from scenarios.circuits._generate import grid_netlist
+    netlist = grid_netlist(k, spread=spread, seed=seed, v1=volts, v2=-0.5 * volts)
+    system = solvers.System.build(build_circuit(netlist))
+    newton = solvers.Newton(atol=ATOL, rtol=RTOL, watchdog=2,
+                            linear_solver=solvers.SparseHostLU(system.sparsity_pattern()))
+    stepped, ours, theirs = host(system, newton), solvers.solve(system, newton), \
+        _compiled(system, newton)
+    assert int(ours.result) == int(theirs.result)
+    assert int(ours.iterations) == int(theirs.iterations)
+    np.testing.assert_allclose(ours.x, theirs.flat.x, rtol=0, atol=1e-12)
+    if bool(stepped.converged):
+        np.testing.assert_array_equal(ours.x, stepped.x)

@@ -45,28 +45,29 @@ def steps_on_host(newton: Any, x0) -> bool:
 def host_newton(problem: FlatProblem, newton: Newton, x0, params) -> Optional[FlatSolution]:
     """``newton``'s full steps from ``x0`` with the host LU between compiled evaluations of
     F and J (None where `steps_on_host` says no). Stops converged, at ``max_steps``, on a
-    singular Jacobian, or where ``newton`` would search: after ``watchdog`` steps in a row
-    without a new smallest max|F| (any step, without a watchdog) or at a non-finite F, with
-    code ``line_search_failed`` and its best point."""
+    singular Jacobian, or where ``newton`` would search: where its watchdog goes back to
+    the best point (``watchdog`` steps in a row without lowering 0.5||F||^2 by the factor
+    ``Newton`` asks, or a non-finite F) or, without a watchdog, at a non-finite F, with code
+    ``line_search_failed`` and its best point."""
     if not steps_on_host(newton, x0):
         return None
-    solver = newton.linear_solver
-    limit = newton.watchdog if newton.line_search else newton.max_steps + 1
-    x, dx, steps, small, rel = np.array(x0), np.zeros(np.shape(x0), np.asarray(x0).dtype), \
-        0, False, np.nan
-    best, streak = (np.inf, x), 0
+    solver, watchdog = newton.linear_solver, newton.watchdog if newton.line_search else 0
+    x = np.array(x0)
+    dx, steps, small, rel = np.zeros_like(x), 0, False, np.nan
+    best, streak = None, 0  # (phi, x, max|F|): the watchdog's point
     solve = solver.host_sequence()  # KLU: refactors with the last step's pivots
     while True:
         x, f, values = jax.device_get(_advance(solver, problem, x, dx, params))
         norm = float(np.max(np.abs(f)))
-        if np.isfinite(norm) and norm < best[0]:
-            best, streak = (norm, x), 0
-        else:
-            streak += 1
+        phi = float(0.5 * np.sum(f * f)) if np.isfinite(norm) else np.inf
         if norm <= newton.atol or small:
             return _flat(x, RESULTS.successful, steps, norm, rel)
-        if streak >= limit or not np.isfinite(norm):
-            return _flat(best[1], RESULTS.line_search_failed, steps, best[0], rel)
+        if best is None or phi <= (1.0 - 1e-4) * best[0]:  # as ``Newton._watch``
+            best, streak = (phi, x, norm), 0
+        else:
+            streak += 1
+        if not np.isfinite(phi) or (watchdog and streak >= watchdog):
+            return _flat(best[1], RESULTS.line_search_failed, steps, best[2], rel)
         if steps >= newton.max_steps:
             return _flat(x, RESULTS.max_steps_reached, steps, norm, rel)
         dx = -np.asarray(solve(values, f), x.dtype)

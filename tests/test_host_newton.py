@@ -149,3 +149,19 @@ def test_solve_gives_the_compiled_newtons_answer_on_random_grids(k, seed, spread
     np.testing.assert_allclose(ours.x, theirs.flat.x, rtol=0, atol=1e-12)
     if bool(stepped.converged):
         np.testing.assert_array_equal(ours.x, stepped.x)
+
+
+def test_new_values_compile_nothing_new() -> None:
+    """A second solve of the structure with other source voltages reuses the programs (the
+    step, F and J) of the first."""
+    from compile_count import compilations
+    system, newton = _grid_circuit()
+    method = solvers.Default(atol=newton.atol, rtol=newton.rtol,
+                             linear_solver=newton.linear_solver)
+    first = solvers.solve(system, method)
+    params = system.set_params(system.params, {".vsources['V1'].value": np.float64(2.0)})
+    with compilations() as count:
+        second = solvers.solve(solvers.System(system.x0, params, system.structure), method)
+    assert count[0] == 0
+    assert bool(first.converged) and bool(second.converged)
+    assert not np.allclose(first.x, second.x)

@@ -57,7 +57,7 @@ def host_newton(problem: FlatProblem, newton: Newton, x0, params) -> Optional[Fl
     best, streak = None, 0  # (phi, x, max|F|): the watchdog's point
     solve = solver.host_sequence()  # KLU: refactors with the last step's pivots
     while True:
-        x, f, values = jax.device_get(_advance(solver, problem, x, dx, params))
+        x, f, values = map(np.asarray, _advance(solver, problem, x, dx, params))
         norm = float(np.max(np.abs(f)))
         phi = float(0.5 * np.sum(f * f)) if np.isfinite(norm) else np.inf
         if norm <= newton.atol or small:

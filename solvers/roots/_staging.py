@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._polyalgorithm import Default, fall_back, merge, needs_retry
+from .._result import RESULTS
 from ._solution import FlatSolution
 
 #: Failing members are retried in buckets of at most this many (the whole batch when it is
@@ -32,13 +33,16 @@ BUCKET = 1024
 Attempt = Callable[[Any, Optional[np.ndarray]], FlatSolution]
 
 _merge_one = jax.jit(merge)
+_NONFINITE_INPUT = int(RESULTS.nonfinite_input)
 _merge_rows = jax.jit(jax.vmap(merge))
 
 
 def needs_fallback(sol: FlatSolution) -> np.ndarray:
     """`needs_retry` on the host: the members a fallback stage retries."""
-    codes = SimpleNamespace(converged=np.asarray(sol.converged), result=np.asarray(sol.result))
-    return needs_retry(codes)
+    converged, result = np.asarray(sol.converged), np.asarray(sol.result)
+    if converged.ndim == 0:  # one member: Python scalars (NumPy's 0-d operations cost more)
+        return np.bool_(not converged and int(result) != _NONFINITE_INPUT)
+    return needs_retry(SimpleNamespace(converged=converged, result=result))
 
 
 def stages_of(method: Any, m: int, n: int) -> Optional[tuple]:
@@ -82,10 +86,10 @@ def run_staged(method: Any, m: int, n: int, attempt: Attempt) -> FlatSolution:
 def _retry(stage, sol: FlatSolution, attempt: Attempt) -> FlatSolution:
     """``stage`` for the members that need it (none: nothing runs, nothing compiles)."""
     retry = needs_fallback(sol)
+    if retry.ndim == 0:
+        return _merge_one(sol, attempt(stage, None), jnp.asarray(True)) if retry else sol
     if not retry.any():
         return sol
-    if retry.ndim == 0:
-        return _merge_one(sol, attempt(stage, None), jnp.asarray(True))
     return _retry_in_buckets(sol, retry, stage, attempt)
 
 

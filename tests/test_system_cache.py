@@ -178,9 +178,17 @@ def test_jit_outputs_refer_to_their_own_graph_and_keep_no_graph_alive():
     assert cell() is None  # the jit cache (keyed by the structure) does not keep A alive
 
 
-def test_device_leaves_give_the_host_leaves_x0_and_params():
-    # x0 and params gathered from device arrays (one compiled scatter and stack) equal the
-    # ones gathered from numbers on the host, including unknowns that do not start at 0.
+@pytest.mark.parametrize("platform", ["cpu", "accelerator"])
+def test_device_leaves_give_the_host_leaves_x0_and_params(platform, monkeypatch):
+    # x0 and params gathered from device arrays (read on the host on CPU; on an accelerator
+    # one compiled scatter and stack) equal the ones gathered from numbers on the host,
+    # including unknowns that do not start at 0.
+    from solvers.lowering import _kinds
+    if platform == "accelerator":
+        monkeypatch.setattr(_kinds, "readable_on_host", lambda values: False)
+    stacked, stack = [], _kinds._stack_on_device
+    monkeypatch.setattr(_kinds, "_stack_on_device",
+                        lambda *args: stacked.append(1) or stack(*args))
     graph = diode_ladder(5)
     for k, node in enumerate(sg.nodes(graph)):
         if isinstance(node, Node):
@@ -191,3 +199,4 @@ def test_device_leaves_give_the_host_leaves_x0_and_params():
     for label, cols in host.params.items():
         for name, value in cols.items():
             np.testing.assert_array_equal(device.params[label][name], value)
+    assert bool(stacked) == (platform == "accelerator")

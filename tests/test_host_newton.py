@@ -78,6 +78,7 @@ def test_host_steps_apply_the_elements_step_limit() -> None:
     system, newton = _grid_circuit()
     ours, theirs = host(system, newton), _compiled(system, newton)
     assert bool(ours.converged) and int(ours.iterations) == int(theirs.iterations)
+    assert (int(ours.num_fev), int(ours.num_jev)) == (int(theirs.num_fev), int(theirs.num_jev))
     np.testing.assert_allclose(ours.x, theirs.flat.x, rtol=0, atol=1e-12)
     unlimited = host(system, newton, limited=False)  # the limit changed the steps
     assert int(unlimited.iterations) != int(ours.iterations) or not bool(unlimited.converged)

@@ -95,4 +95,4 @@ def _flat(x, code, steps: int, norm: float, rel: float) -> FlatSolution:
     dtype = x.dtype.type
     return jax.device_put(FlatSolution(
         x, np.int32(int(code)), np.bool_(code == RESULTS.successful), steps, steps + 1,
-        steps + 1, dtype(norm), dtype(rel)))
+        steps, dtype(norm), dtype(rel)))  # counted as Newton counts: F at x0, J per step

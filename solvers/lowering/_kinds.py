@@ -19,6 +19,7 @@ import numpy as np
 
 import simgraph as sg
 
+from .._concrete import is_traced
 from ._model_errors import ModelError
 
 _REF = ("ref",)
@@ -258,8 +259,8 @@ def readable_on_host(values: list) -> bool:
     """Whether every array among ``values`` is a concrete CPU array: reading one costs
     less than a microsecond, a compiled stacking call on the device ~15 us. Elsewhere
     (an accelerator, a tracer) the values are stacked on the device."""
-    return all(not isinstance(v, jax.Array) or (not isinstance(v, jax.core.Tracer)
-                                                and next(iter(v.devices())).platform == "cpu")
+    return all(not isinstance(v, jax.Array)
+               or (not is_traced(v) and next(iter(v.devices())).platform == "cpu")
                for v in values)
 
 

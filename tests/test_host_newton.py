@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -166,3 +167,24 @@ def test_new_values_compile_nothing_new() -> None:
     assert count[0] == 0
     assert bool(first.converged) and bool(second.converged)
     assert not np.allclose(first.x, second.x)
+
+
+def test_a_step_to_a_non_finite_residual_is_left_to_the_compiled_newton() -> None:
+    """0.5||F||^2 overflows after the first step (F itself is finite): the host steps stop
+    there (Newton would not move to such a point), and ``solve`` returns the compiled
+    Newton's answer."""
+    import scipy.sparse as sp
+    pattern = solvers.SparsityPattern(*sp.eye(2).nonzero(), (2, 2))
+    newton = solvers.Newton(watchdog=3, linear_solver=solvers.SparseHostLU(pattern))
+    fn = lambda x, p: x - p + jnp.where(x > 0.5, 1e200, 0.0)  # noqa: E731 (F^2 overflows)
+    problem = solvers.FlatProblem(fn)
+    x0, params = jnp.zeros(2), jnp.ones(2)
+    stepped = _host_newton.host_newton(problem, newton, x0, params)
+    assert int(stepped.result) == int(solvers.RESULTS.nonfinite_residual)
+    assert int(stepped.iterations) == 1 and np.all(np.asarray(stepped.x) == 0.0)
+    ours = solvers.solve(fn, x0, params, solver=newton, sparsity=pattern)
+    theirs = jax.jit(lambda x, p: solvers.solve(fn, x, p, solver=newton, sparsity=pattern))(
+        x0, params)
+    assert int(ours.result) == int(theirs.result)
+    np.testing.assert_array_equal(ours.x, theirs.x)
+    assert not bool(ours.converged) or float(ours.residual_norm) <= newton.atol

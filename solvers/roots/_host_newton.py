@@ -45,10 +45,10 @@ def steps_on_host(newton: Any, x0) -> bool:
 def host_newton(problem: FlatProblem, newton: Newton, x0, params) -> Optional[FlatSolution]:
     """``newton``'s full steps from ``x0`` with the host LU between compiled evaluations of
     F and J (None where `steps_on_host` says no). Stops converged, at ``max_steps``, on a
-    singular Jacobian, or where ``newton`` would search: where its watchdog goes back to
-    the best point (``watchdog`` steps in a row without lowering 0.5||F||^2 by the factor
-    ``Newton`` asks, or a non-finite F) or, without a watchdog, at a non-finite F, with code
-    ``line_search_failed`` and its best point."""
+    singular Jacobian, at a non-finite F (``nonfinite_residual``), or where ``newton`` would
+    search: where its watchdog goes back to the best point (``watchdog`` steps in a row
+    without lowering 0.5||F||^2 by the factor ``Newton`` asks; ``line_search_failed``),
+    each failure with its best point."""
     if not steps_on_host(newton, x0):
         return None
     solver, watchdog = newton.linear_solver, newton.watchdog if newton.line_search else 0
@@ -59,14 +59,18 @@ def host_newton(problem: FlatProblem, newton: Newton, x0, params) -> Optional[Fl
     while True:
         x, f, values = map(np.asarray, _advance(solver, problem, x, dx, params))
         norm = float(np.max(np.abs(f)))
-        phi = float(0.5 * np.sum(f * f)) if np.isfinite(norm) else np.inf
+        with np.errstate(over="ignore", invalid="ignore"):
+            phi = float(0.5 * np.sum(f * f))
+        if not np.isfinite(phi):  # Newton does not move there (`half_sq_norm`): it decides
+            return _flat(x if best is None else best[1], RESULTS.nonfinite_residual, steps,
+                         np.inf if best is None else best[2], rel)
         if norm <= newton.atol or small:
             return _flat(x, RESULTS.successful, steps, norm, rel)
         if best is None or phi <= (1.0 - 1e-4) * best[0]:  # as ``Newton._watch``
             best, streak = (phi, x, norm), 0
         else:
             streak += 1
-        if not np.isfinite(phi) or (watchdog and streak >= watchdog):
+        if watchdog and streak >= watchdog:
             return _flat(best[1], RESULTS.line_search_failed, steps, best[2], rel)
         if steps >= newton.max_steps:
             return _flat(x, RESULTS.max_steps_reached, steps, norm, rel)

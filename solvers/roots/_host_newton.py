@@ -10,7 +10,8 @@ cache. Each step costs a dispatch and a transfer more than the compiled loop (~0
 little next to a sparse factorization.
 
 The steps are ``Newton``'s full (step-limited) steps, so a run that converges on them gives
-``Newton``'s answer. Where ``Newton`` would backtrack (no watchdog, or a watchdog's streak
+``Newton``'s answer (to rounding: KLU refactors with the last step's pivots, and NumPy sums
+0.5||F||^2, so a near-tie in a test can fall the other way). Where ``Newton`` would backtrack (no watchdog, or a watchdog's streak
 of steps that did not improve), the run stops and says so: the caller then runs the
 compiled method.
 """
@@ -21,7 +22,6 @@ import functools
 from typing import Any, Optional
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .._result import RESULTS
@@ -31,15 +31,26 @@ from ._newton import Newton
 from ._solution import FlatSolution
 
 
-def steps_on_host(newton: Any, x0) -> bool:
-    """Whether `host_newton` runs ``newton`` from ``x0``: a ``Newton`` on a bound
-    ``SparseHostLU``, whose full steps it takes (a watchdog, or no line search), for a
-    non-empty x0 on CPU."""
+def steps_on_host(newton: Any, x0, params: Any = None) -> bool:
+    """Whether `host_newton` runs ``newton`` from ``x0``: a ``Newton`` on a ``SparseHostLU``
+    bound to a square pattern of x0's size, whose full steps it takes (a watchdog, or no
+    line search), on CPU, from finite inputs (the compiled method reports others as
+    ``nonfinite_input``)."""
     solver = getattr(newton, "linear_solver", None)
     return (isinstance(newton, Newton) and isinstance(solver, SparseHostLU)
             and solver.jacobian is not None and np.ndim(x0) == 1 and np.size(x0) > 0
+            and solver.jacobian.pattern.shape == (np.size(x0),) * 2
             and (newton.watchdog > 0 or not newton.line_search)
-            and jax.default_backend() == "cpu")
+            and jax.default_backend() == "cpu" and _finite((x0, params)))
+
+
+def _finite(tree: Any) -> bool:
+    """Every inexact leaf finite (as ``initial_checks`` asks of x0 and params)."""
+    for leaf in jax.tree_util.tree_leaves(tree):
+        value = np.asarray(leaf)
+        if np.issubdtype(value.dtype, np.inexact) and not np.all(np.isfinite(value)):
+            return False
+    return True
 
 
 def host_newton(problem: FlatProblem, newton: Newton, x0, params) -> Optional[FlatSolution]:
@@ -49,7 +60,7 @@ def host_newton(problem: FlatProblem, newton: Newton, x0, params) -> Optional[Fl
     search: where its watchdog goes back to the best point (``watchdog`` steps in a row
     without lowering 0.5||F||^2 by the factor ``Newton`` asks; ``line_search_failed``),
     each failure with its best point."""
-    if not steps_on_host(newton, x0):
+    if not steps_on_host(newton, x0, params):
         return None
     solver, watchdog = newton.linear_solver, newton.watchdog if newton.line_search else 0
     x = np.array(x0)

@@ -143,7 +143,7 @@ def _solve_graph(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
     method = _method(system, solver)
     step_limit = _StepLimit(system._s) if system.has_step_limit else None
 
-    x0, method = check_arguments(system.x0, method)
+    x0, method = check_arguments(_start(system, system.x0), method)
     flat = solve_member(FlatProblem(_Residual(system._s), step_limit), method, x0,
                         system.params, shape=(system.m, system.n))
     return _checked(dataclasses.replace(flat, lowered=system), throw)
@@ -157,7 +157,7 @@ def _solve_graph_batch(graph: Any, values: Mapping[Any, Any],
     """`solve_batch` of a graph or a System."""
     system = _lowered(graph, solver, evaluation)
     keys, batched = _sweep_values(system, values)
-    start = system.x0 if x0 is None else jnp.asarray(x0)
+    start = _start(system, system.x0 if x0 is None else jnp.asarray(x0))
     method = _method(system, solver, int(batched[0].shape[0]))
     step_limit = _StepLimit(system._s, keys) if system.has_step_limit else None
     kwargs = {} if chunk_size is None else {"chunk_size": chunk_size}
@@ -177,6 +177,18 @@ def _solve_graph_batch(graph: Any, values: Mapping[Any, Any],
 
     flat = _run(method, system, (start, system.params, batched), attempt)
     return _checked(dataclasses.replace(flat, lowered=system, swept=batched, keys=keys), throw)
+
+def _start(system: System, x0: Any) -> Any:
+    """``x0``, refused when its float type is not the one the System was lowered for (the
+    residual computes in that type, so Newton's iterates would change type)."""
+    got, want = jnp.result_type(x0), system.structure.an.x_dtype
+    if jnp.issubdtype(got, jnp.floating) and got != want:
+        raise TypeError(
+            f"x0 is {got}, but this System was lowered from a graph whose unknowns are {want}. "
+            f"Build the System from a graph with {got} leaves (System.build(graph)), or pass "
+            f"x0.astype({str(want)!r}).")
+    return x0
+
 
 def _lowered(graph: Any, solver: Optional[AbstractRootMethod], evaluation: str) -> System:
     """The graph's System; more equations than unknowns only for a least-squares method."""

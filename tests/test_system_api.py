@@ -236,3 +236,21 @@ def test_diagnose_names_islands_that_structure_cannot_see():
     assert System.build(resistor_chain(3)).diagnose() is None
     with pytest.raises(SingularComponentError, match="reference"):
         system.validate(numeric=True, x=system.x0 + 0.1)
+
+
+def test_a_start_of_another_float_type_is_refused_with_the_fix():
+    """The residual computes in the type the System was lowered for: a float32 start for a
+    float64 System is refused (not a JAX carry-type error deep in Newton), and the System
+    still solves from its own start afterwards."""
+    import solvers
+    system = System.build(_equations()[0])
+    x32 = np.asarray(system.x0, np.float32)
+    bad = System(x32, system.params, system.structure)
+    with pytest.raises(TypeError, match=r"x0 is float32.*lowered .* float64.*astype\('float64'\)"):
+        solvers.solve(bad)
+    with pytest.raises(TypeError, match="x0 is float32"):
+        jax.jit(solvers.solve)(bad)
+    with pytest.raises(TypeError, match="x0 is float32"):
+        solvers.solve_batch(system, {"Equation.constant": np.ones((2, 3))},
+                            x0=np.stack([x32, x32]))
+    assert bool(solvers.solve(system).converged)

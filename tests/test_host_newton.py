@@ -206,3 +206,23 @@ def test_non_finite_inputs_are_left_to_the_compiled_method(where) -> None:
     assert not _host_newton.steps_on_host(newton, x0, params)
     ours = solvers.solve(fn, x0, params, solver=newton, sparsity=pattern)
     assert int(ours.result) == int(solvers.RESULTS.nonfinite_input)
+
+
+def test_eager_gradients_through_the_host_steps_equal_the_dense_lus(monkeypatch) -> None:
+    """Under an eager ``grad`` the stages solve the values (here on the host) and the
+    implicit derivative is attached: the gradient equals the one through a dense LU."""
+    system, newton = _grid_circuit(2)
+    stepped = []
+    monkeypatch.setattr(_solve, "host_newton", lambda *args: stepped.append(
+        _host_newton.host_newton(*args)) or stepped[-1])
+
+    def loss(params, linear_solver):
+        method = solvers.Default(atol=newton.atol, rtol=newton.rtol, linear_solver=linear_solver)
+        solved = solvers.solve(solvers.System(system.x0, params, system.structure), method)
+        return jnp.sum(solved.x ** 2)
+
+    ours = jax.grad(loss)(system.params, newton.linear_solver)
+    assert len(stepped) == 1 and bool(stepped[0].converged)  # the host stepped the values
+    dense = jax.grad(loss)(system.params, solvers.DenseLU())
+    for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(dense)):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12 * float(np.max(np.abs(b))))

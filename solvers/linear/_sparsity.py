@@ -204,18 +204,22 @@ def compressed_index(pattern: SparsityPattern) -> np.ndarray:
 
 
 def greedy_coloring(indptr, indices, order) -> np.ndarray:
-    """First-fit colouring of a graph in CSR form, visiting vertices in ``order``."""
+    """First-fit colouring of a graph in CSR form, visiting vertices in ``order`` (on Python
+    lists: a few neighbours a vertex, where NumPy's per-call cost would dominate)."""
     n = len(indptr) - 1
-    colors = np.full(n, -1, np.int64)
-    mark = np.full(n + 1, -1, np.int64)  # mark[c] == j: colour c is used by a neighbour of j
+    starts, neighbours = np.asarray(indptr).tolist(), np.asarray(indices).tolist()
+    colors = [-1] * n
+    mark = [-1] * (n + 1)  # mark[c] == j: colour c is used by a neighbour of j
     for j in np.asarray(order).tolist():
-        nb = colors[indices[indptr[j]:indptr[j + 1]]]
-        mark[nb[nb >= 0]] = j
+        for i in neighbours[starts[j]:starts[j + 1]]:
+            c = colors[i]
+            if c >= 0:
+                mark[c] = j
         c = 0
         while mark[c] == j:
             c += 1
         colors[j] = c
-    return colors
+    return np.asarray(colors, np.int64)
 
 
 def sparse_jacobian(

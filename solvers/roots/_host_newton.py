@@ -22,13 +22,14 @@ import functools
 from typing import Any, Optional
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .._result import RESULTS
 from ..linear._sparse import SparseHostLU
-from ._method import FlatProblem, apply_step_limit
+from ._method import FlatProblem, all_finite, apply_step_limit
 from ._newton import Newton
-from ._solution import FlatSolution
+from ._solution import FlatSolution, make_solution
 
 
 def steps_on_host(newton: Any, x0, params: Any = None) -> bool:
@@ -41,16 +42,7 @@ def steps_on_host(newton: Any, x0, params: Any = None) -> bool:
             and solver.jacobian is not None and np.ndim(x0) == 1 and np.size(x0) > 0
             and solver.jacobian.pattern.shape == (np.size(x0),) * 2
             and (newton.watchdog > 0 or not newton.line_search)
-            and jax.default_backend() == "cpu" and _finite((x0, params)))
-
-
-def _finite(tree: Any) -> bool:
-    """Every inexact leaf finite (as ``initial_checks`` asks of x0 and params)."""
-    for leaf in jax.tree_util.tree_leaves(tree):
-        value = np.asarray(leaf)
-        if np.issubdtype(value.dtype, np.inexact) and not np.all(np.isfinite(value)):
-            return False
-    return True
+            and jax.default_backend() == "cpu" and bool(all_finite((x0, params))))
 
 
 def host_newton(problem: FlatProblem, newton: Newton, x0, params) -> Optional[FlatSolution]:
@@ -105,9 +97,8 @@ def _advance(solver, problem: FlatProblem, x, dx, params):
 
 
 def _flat(x, code, steps: int, norm: float, rel: float) -> FlatSolution:
-    """A one-member ``FlatSolution`` on the device (one transfer for every field)."""
-    steps = np.int32(steps)
-    dtype = x.dtype.type
-    return jax.device_put(FlatSolution(
-        x, np.int32(int(code)), np.bool_(code == RESULTS.successful), steps, steps + 1,
-        steps, dtype(norm), dtype(rel)))  # counted as Newton counts: F at x0, J per step
+    """A one-member solution, counted as ``Newton`` counts (F at x0 and per step, J per
+    step), its norms in x's dtype."""
+    real = x.dtype.type
+    return make_solution(jnp.asarray(x), int(code), steps, steps + 1, steps, real(norm),
+                         real(rel))

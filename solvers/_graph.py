@@ -178,6 +178,7 @@ def _solve_graph_batch(graph: Any, values: Mapping[Any, Any],
     flat = _run(method, system, (start, system.params, batched), attempt)
     return _checked(dataclasses.replace(flat, lowered=system, swept=batched, keys=keys), throw)
 
+
 def _start(system: System, x0: Any) -> Any:
     """``x0``, refused when its float type is not the one the System was lowered for (the
     residual computes in that type, so Newton's iterates would change type)."""

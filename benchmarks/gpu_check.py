@@ -12,6 +12,11 @@
 * ``grids``: case_ACTIVSg2000 single solve and a 100-member load sweep, when the case is
   found.
 * ``large``: one jitted solve of the k = 100 resistor/diode grid (~30 000 unknowns).
+* ``wide``: ``solve_batch`` of 100 000 10-node ladders in its default chunks (one pass on
+  an accelerator) and in chunks of 16 384, against the hand Newtons vmapped over all.
+* ``leaves``: ``jit(solve(graph))`` on the ladders with the graph's Python-float leaves
+  (copied to the device at every call), with its leaves on the device
+  (``jax.device_put(graph)``), returning ``x`` instead of the graph, and on a ``System``.
 
 Each section's rows go to ``OUT/gpu_check.json`` as soon as they exist, so a run cut short
 keeps what it finished. ``--data DIR``: where ``transient/`` (deck and ngspice reference of
@@ -33,7 +38,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
-SECTIONS = ("host_callbacks", "circuit", "latency", "transient", "grids", "large")
+SECTIONS = ("host_callbacks", "circuit", "latency", "transient", "grids", "large", "wide",
+            "leaves")
 
 
 def _callbacks(fn, *args) -> int:
@@ -167,6 +173,64 @@ def large(quick: bool, data: Path | None) -> list[dict]:
              "linear_solver": _linear_name(method), "first_s": first,
              "warm_s": float(np.median(times)), "converged": bool(sol.converged),
              "iterations": int(sol.iterations), "residual": float(sol.residual_norm)}]
+
+
+def wide(quick: bool, data: Path | None) -> list[dict]:
+    """10-node ladders, B = 100 000: chunking against one pass and the hand Newtons."""
+    import jax.numpy as jnp
+    import solvers
+    from scenarios.circuits import build_circuit, diode_ladder_netlist, source_path
+
+    from . import _circuit_peers as peers, circuit_batch as cb
+    from ._timing import block, interleaved_medians
+
+    batch = 2_000 if quick else 100_000
+    volts = np.linspace(0.5, 5.0, batch)
+    circuit = build_circuit(diode_ladder_netlist(10, tight=False))
+    system = solvers.System.build(circuit)
+    path, values = source_path(circuit, "V1"), jnp.asarray(volts)
+    method = solvers.default_method(system, batch_size=batch, atol=cb.ATOL, rtol=cb.RTOL)
+    ours = lambda chunk: lambda: block(solvers.solve_batch(  # noqa: E731
+        system, {path: values}, method, progress=False, chunk_size=chunk).x)
+    ladder = peers.Ladder.of(10)
+    fns = {"default chunks": ours(None), "chunks of 16 384": ours(16_384)}
+    for name in ("hand Newton", "hand tridiag"):
+        fns[name] = cb._jax_call(cb.PEERS[name](ladder, cb.ATOL, cb.RTOL), volts)
+    warm = interleaved_medians(fns, repeats=5)
+    return [{"case": "10-node ladder", "B": batch, "call": name, "time_s": t,
+             "solves_per_s": batch / t, "hand_dense_vs_this": warm["hand Newton"] / t,
+             "linear_solver": _linear_name(method)} for name, t in warm.items()]
+
+
+def leaves(quick: bool, data: Path | None) -> list[dict]:
+    """What the graph's leaves cost at the boundary of ``jit(solve(graph))``."""
+    import solvers
+
+    from . import _circuit_peers as peers, latency as lat
+    from ._timing import block, interleaved_medians
+
+    rows = []
+    for n in (10,) if quick else (10, 100):
+        c = lat._Case("ladder", n)
+        system = solvers.System.build(c.graph)
+        method = solvers.default_method(system, atol=lat.ATOL, rtol=lat.RTOL)
+        on_device = jax.device_put(c.graph)
+        to_graph = jax.jit(lambda g: solvers.solve(g, method).system)
+        to_x = jax.jit(lambda g: solvers.solve(g, method).x)
+        hand = jax.jit(peers.dense_newton(c.f, lat.ATOL, lat.RTOL, 100, c.limit))
+        fns = {"hand Newton (jit)": lambda: hand(c.x0, c.args),
+               "graph -> graph, Python-float leaves": lambda: to_graph(c.graph),
+               "graph -> graph, leaves on the device": lambda: to_graph(on_device),
+               "graph -> x, Python-float leaves": lambda: to_x(c.graph),
+               "graph -> x, leaves on the device": lambda: to_x(on_device),
+               "System -> x": lambda: to_x(system)}
+        warm = interleaved_medians({k: (lambda f=f: block(f())) for k, f in fns.items()},
+                                   repeats=5 if quick else 15)
+        hand_s = warm["hand Newton (jit)"]
+        rows += [{"case": c.label, "leaves": len(jax.tree_util.tree_leaves(c.graph)),
+                  "call": name, "warm_us": t * 1e6, "vs_hand": t / hand_s}
+                 for name, t in warm.items()]
+    return rows
 
 
 def _point_data(data: Path | None) -> None:

@@ -84,7 +84,7 @@ def solve_batch(problem: Any, *args: Any, **options: Any) -> Solution:
       ``"Class.field"`` (that field of every node of the class) or a filter on
       ``sg.LeafInfo``; keys are checked before anything is compiled. ``x0``: (n,) or (B, n);
     * ``solve_batch(fn, x0, params, *, params_axes=0, solver=None, step_limit=None,
-      continuation=None, chunk_size=16384, progress=None, sparsity=None, throw=False)``:
+      continuation=None, chunk_size=None, progress=None, sparsity=None, throw=False)``:
       ``params_axes`` like ``vmap``'s ``in_axes``; also spelled `solve_flat_batch`.
 
     Returns a batched `Solution`. Large batches run in chunks (a progress bar on a terminal),

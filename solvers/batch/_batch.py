@@ -26,7 +26,15 @@ from ..roots._staging import member_starts, member_values, run_staged
 from ..linear._sparsity import SparsityPattern
 from ..roots._solve import check_arguments, linear_solver_of, raise_if_failed_anywhere, solve_core
 
+#: Members per chunk on CPU (and the least on an accelerator).
 DEFAULT_CHUNK = 16384
+#: On an accelerator a chunk is bounded by memory only (this many bytes of dense Jacobians
+#: and per-unknown state, at most `MAX_ACCELERATOR_CHUNK` members): every chunk is one
+#: serial pass of the Newton loop, with its kernel launches and a host sync per loop test,
+#: and a GPU is fed best by one wide pass. On an H100, 100 000 10-node ladders took
+#: 91.5 ms in chunks of 16 384 and 57.7 ms in one pass (docs/benchmarks-gpu.md).
+ACCELERATOR_CHUNK_BYTES = 1 << 28
+MAX_ACCELERATOR_CHUNK = 1 << 17
 
 
 #: Members per vmapped block on CPU aim at this many bytes of traced intermediates (the
@@ -38,6 +46,16 @@ DEFAULT_CHUNK = 16384
 #: 32: 4.6k, 64: 5.9k, 128: 5.0k; 10-node ladder: flat from 64 to 1024.
 BLOCK_BYTES = 1 << 25
 MIN_BLOCK, MAX_BLOCK = 16, 256
+
+
+def default_chunk(n: int) -> int:
+    """Members per chunk of a batch of ``n``-unknown systems when ``chunk_size`` is None:
+    `DEFAULT_CHUNK` on CPU; on an accelerator as many as `ACCELERATOR_CHUNK_BYTES` allows."""
+    if jax.default_backend() == "cpu":
+        return DEFAULT_CHUNK
+    per_member = 8 * n * n + 128 * n
+    return int(np.clip(ACCELERATOR_CHUNK_BYTES // max(per_member, 1), DEFAULT_CHUNK,
+                       MAX_ACCELERATOR_CHUNK))
 
 
 @partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
@@ -147,7 +165,7 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
                      solver: Optional[AbstractRootMethod] = None,
                      step_limit: Optional[StepLimit] = None,
                      continuation: Optional[Continuation] = None,
-                     params_axes: Any = 0, chunk_size: int = DEFAULT_CHUNK,
+                     params_axes: Any = 0, chunk_size: Optional[int] = None,
                      progress: Optional[bool] = None, sparsity: Optional[SparsityPattern] = None,
                      throw: bool = False) -> Solution:
     """Solve ``fn(x, params_b) = 0`` for every batch member b; the same as
@@ -155,8 +173,9 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
 
     ``x0`` is (n,) (shared start) or (B, n). ``params_axes`` is 0 (every leaf batched along
     its leading axis), None, or a prefix tree of 0/None like ``vmap``'s ``in_axes``.
-    Outside transforms the batch runs in chunks of ``chunk_size`` (memory stays bounded;
-    one compilation, as the last chunk is padded), with a tqdm bar when stderr is a
+    Outside transforms the batch runs in chunks of ``chunk_size`` members (memory stays
+    bounded; one compilation, as the last chunk is padded; None: `default_chunk`, 16 384 on
+    CPU and up to 131 072 on an accelerator), with a tqdm bar when stderr is a
     terminal (``progress`` forces it on/off), split over all devices with a
     ``NamedSharding`` when there are several; on one CPU each chunk runs in cache-sized
     blocks of members (`block_size`). Under ``jit``/``grad``/``vmap`` it is a plain ``vmap``
@@ -240,6 +259,8 @@ def placer(n_devices: int):
 
 def _chunked(problem, method, x0_axis, axes, x0, params, size, chunk_size, progress):
     n_dev = len(batch_devices())
+    if chunk_size is None:
+        chunk_size = default_chunk(int(x0.shape[-1]))
     chunk = max(1, min(int(chunk_size), size))
     chunk = -(-chunk // n_dev) * n_dev
     block = block_size(problem, method, x0, params, axes) if n_dev == 1 else 0
@@ -255,6 +276,8 @@ def _chunked(problem, method, x0_axis, axes, x0, params, size, chunk_size, progr
         pc = _take(params, axes, start, stop, chunk)
         xc, pc = place(xc, (x0_axis,)), place(pc, axes)
         out = _solve_batched(problem, method, x0_axis, axes, block, xc, pc)
+        if chunk == size and n_dev == 1:  # one unpadded chunk: its arrays stay where they are
+            return out
         parts.append(jax.tree_util.tree_map(lambda a: np.asarray(a)[: stop - start], out))
         if bar is not None:
             bar.update(1)

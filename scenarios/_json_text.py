@@ -1,9 +1,10 @@
 """``json.dumps(value, indent=2, allow_nan=True)``, faster for results with long maps of numbers.
 
 The json module writes indented text in pure Python, a few microseconds an item; a result of
-25 000 buses has 50 000. Here a map whose values are all finite floats is written in one join
-(keys escaped by json's own C function, floats by ``repr``, as json does); everything else
-is left to json. The text is the same, character for character.
+25 000 buses has 50 000, a transient of 2 500 nodes over 200 time points 500 000. Here a map
+whose values are all finite floats, and a list of finite floats (a waveform), are written in
+one join (keys escaped by json's own C function, floats by ``repr``, as json does);
+everything else is left to json. The text is the same, character for character.
 """
 from __future__ import annotations
 
@@ -30,7 +31,10 @@ def json_text(value, indent: str = "") -> str:
             items = [f"{_KEY(k)}: {json_text(v, inner)}" for k, v in value.items()]
         return "{\n" + inner + (",\n" + inner).join(items) + "\n" + indent + "}"
     if isinstance(value, (list, tuple)) and value:
-        items = [json_text(v, inner) for v in value]
+        if all(type(v) is float for v in value) and all(map(math.isfinite, value)):
+            items = list(map(float.__repr__, value))  # waveforms: json's own float text
+        else:
+            items = [json_text(v, inner) for v in value]
         return "[\n" + inner + (",\n" + inner).join(items) + "\n" + indent + "]"
     # JSON strings hold no raw newline, so indenting every line nests the text correctly
     return json.dumps(value, indent=2, allow_nan=True).replace("\n", "\n" + indent)

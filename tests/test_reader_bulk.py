@@ -124,7 +124,8 @@ JSON_VALUES = st.recursive(
     lambda inner: st.one_of(
         st.lists(inner, max_size=4),
         st.dictionaries(st.text(max_size=4), inner, max_size=4),
-        st.dictionaries(st.text(max_size=6), st.floats(), min_size=30, max_size=60)),
+        st.dictionaries(st.text(max_size=6), st.floats(), min_size=30, max_size=60),
+        st.lists(st.floats(), min_size=1, max_size=40)),  # waveforms (NaN, inf included)
     max_leaves=200)
 
 
@@ -138,4 +139,12 @@ def test_json_text_of_a_result_document() -> None:
     doc = {"vm": {str(k): 1.0 + k * 1e-9 for k in range(100)}, "converged": True,
            "va_deg": {str(k): -math.pi * k for k in range(100)}, "attempts": [{"a": 1}],
            "empty": {}, "none": [], "odd": {1: 2.0}}
+    assert json_text(doc) == json.dumps(doc, indent=2, allow_nan=True)
+
+
+def test_json_text_of_a_transient_document() -> None:
+    # waveforms take the one-join path; a waveform with a NaN and a list of ints do not
+    doc = {"time": [k * 1e-9 for k in range(200)],
+           "node_voltages": {f"n{k}": [math.sin(k * t) for t in range(50)] for k in range(40)},
+           "odd": [[0.5, math.nan, 1.5], [1, 2], [1.0, 2], [-0.0, 1e300, 5e-324]]}
     assert json_text(doc) == json.dumps(doc, indent=2, allow_nan=True)

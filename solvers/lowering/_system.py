@@ -22,7 +22,7 @@ from . import _analyse, _equations, _grouped, _kind_count, _kinds, _objectwise, 
 from ._element_jacobian import ElementJacobian
 from ._model_errors import LoweringError, SingularComponentError
 from ..linear._sparsity import SparsityPattern
-from ._system_paths import Paths
+from ._system_paths import NodeList, Paths
 
 EVALUATIONS = ("auto", "grouped", "objectwise")
 
@@ -230,7 +230,7 @@ class System:
                     type(n) is not self._s.an.kinds[k].cls for n, k in zip(nodes, self._s.an.kind_of.tolist())):
                 raise sg.GraphError("the graph was changed (nodes added, removed or relinked) since "
                                     "this System was built from it; build a new System.")
-            self._nodes_list = nodes
+            self._nodes_list = NodeList(nodes)
         return self._nodes_list
 
     def __repr__(self) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import itertools
 import re
 
@@ -71,6 +72,19 @@ def _no_nodes() -> None:
     return None
 
 
+class NodeList(list):
+    """A graph's nodes in node order, with each node's index by identity (built once: a
+    lookup per located node would scan the list, quadratic over a network's nodes)."""
+
+    @functools.cached_property
+    def ids(self) -> dict[int, int]:
+        return {id(n): k for k, n in enumerate(self)}
+
+
+def _ids(origin) -> dict[int, int]:
+    return origin.ids if isinstance(origin, NodeList) else {id(n): k for k, n in enumerate(origin)}
+
+
 class Paths:
     """Key-path views of one System structure. Methods that may meet the user's node objects
     take ``nodes``: a callable returning the graph's nodes in node order, or None when the
@@ -128,7 +142,7 @@ class Paths:
         origin = None if hit is not None else nodes()
         if not origin:
             return hit
-        ids = {id(n): k for k, n in enumerate(origin)}
+        ids = _ids(origin)
         obj, k, i = origin[0], 0, 0
         while i < len(tokens):
             op, name = tokens[i]
@@ -165,8 +179,7 @@ class Paths:
     def node(self, where, nodes=_no_nodes) -> int:
         """Node index of a node object or node key path."""
         if isinstance(where, sg.ReffableTreeNode):
-            origin = nodes() or ()
-            k = next((k for k, n in enumerate(origin) if n is where), None)
+            k = _ids(nodes() or ()).get(id(where))
             if k is None:
                 raise sg.GraphError(
                     f"{where!r} is not a node of the graph this System was built from (a System "

@@ -200,3 +200,17 @@ def test_device_leaves_give_the_host_leaves_x0_and_params(platform, monkeypatch)
         for name, value in cols.items():
             np.testing.assert_array_equal(device.params[label][name], value)
     assert bool(stacked) == (platform == "accelerator")
+
+
+def test_node_objects_locate_as_their_key_paths_and_only_in_their_own_graph():
+    # node objects are found through an id map built once per System (not a scan per call)
+    graph, twin = diode_ladder(30), diode_ladder(30)
+    system, twin_system = solvers.System.build(graph), solvers.System.build(twin)
+    assert system.structure is twin_system.structure
+    for k, node in enumerate(graph.nodes):
+        assert system.locate(node) == system.locate(f".nodes[{k}]") == slice(k, k + 1)
+        assert twin_system.locate(twin.nodes[k]) == slice(k, k + 1)
+        with pytest.raises(sg.GraphError, match="not a node of the graph"):
+            twin_system.locate(node)
+    resistor = system.locate(graph.elements[3])  # no unknowns of its own
+    assert resistor.start == resistor.stop == system.locate(".elements[3]").start

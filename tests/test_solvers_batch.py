@@ -39,6 +39,14 @@ def test_chunks_equal_one_vmap_and_compile_once():
                                atol=1e-10)
 
 
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "100"])
+def test_a_chunk_size_that_is_not_a_positive_count_is_refused(bad):
+    p = {k: v[:, None] for k, v in params(3).items()}
+    with pytest.raises(ValueError, match=r"chunk_size must be a positive number of members"):
+        solvers.solve_flat_batch(cubic, jnp.zeros(1), p, chunk_size=bad)
+    assert solvers.solve_flat_batch(cubic, jnp.zeros(1), p, chunk_size=np.int64(2)).x.shape == (3, 1)
+
+
 def test_each_member_stops_at_its_own_convergence():
     # Member 0 converges at once, member 1 needs many steps: batching must not change
     # either member's iterations, evaluations or answer.

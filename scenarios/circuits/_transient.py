@@ -152,9 +152,8 @@ def simulate_circuit(netlist: TransientInput, tran: Transient | None = None, *,
     grid = tran.times() if times is None else np.asarray(times, dtype=float)
     sol = solvers.simulate(system, grid, t0=0.0, integrator=cfg, initial=initial)
     states = np.asarray(sol.x)  # one copy to the host, then a slice per node
-    first = lambda node: states[:, system.locate(node)][:, 0]  # noqa: E731
-    last = lambda node: states[:, system.locate(node)][:, -1]  # noqa: E731
+    of = lambda node: states[:, system.locate(node)]  # noqa: E731
     return CircuitTransient(
-        grid, {k: first(v) for k, v in circuit.nodes.items()},
-        {k: last(v) for k, v in circuit.vsources.items()},
-        {k: last(v) for k, v in circuit.inductors.items()}, sol)
+        grid, {k: of(v)[:, 0] for k, v in circuit.nodes.items()},
+        {k: of(v)[:, -1] for k, v in circuit.vsources.items()},
+        {k: of(v)[:, -1] for k, v in circuit.inductors.items()}, sol)

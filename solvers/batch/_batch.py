@@ -48,6 +48,15 @@ BLOCK_BYTES = 1 << 25
 MIN_BLOCK, MAX_BLOCK = 16, 256
 
 
+def check_chunk_size(chunk_size: Any) -> None:
+    """A given ``chunk_size`` must be a positive whole number of members."""
+    if chunk_size is not None and (isinstance(chunk_size, bool)
+                                   or not isinstance(chunk_size, (int, np.integer))
+                                   or chunk_size < 1):
+        raise ValueError(f"chunk_size must be a positive number of members (or None for "
+                         f"the default), got {chunk_size!r}.")
+
+
 def default_chunk(n: int) -> int:
     """Members per chunk of a batch of ``n``-unknown systems when ``chunk_size`` is None:
     `DEFAULT_CHUNK` on CPU; on an accelerator as many as `ACCELERATOR_CHUNK_BYTES` allows."""
@@ -181,6 +190,7 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
     blocks of members (`block_size`). Under ``jit``/``grad``/``vmap`` it is a plain ``vmap``
     (differentiable). ``sparsity``: the Jacobian's `SparsityPattern` (as in `solve_flat`).
     """
+    check_chunk_size(chunk_size)
     x0, method = check_arguments(x0, solver, sparsity)
     problem = FlatProblem(fn, step_limit, continuation)
     x0_axis = 0 if x0.ndim == 2 else None

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._batch import DEFAULT_CHUNK, _axes_leaves, _batch_size, _progress
+from ._batch import DEFAULT_CHUNK, _axes_leaves, _batch_size, _progress, check_chunk_size
 from ._distributed import all_counts, gather_rows
 from ..roots._solution import FlatSolution
 from ..roots._solve import check_arguments
@@ -74,9 +74,8 @@ def process_members(batch_size: int, chunk_size: Optional[int] = None,
 
 
 def _plan(size: int, chunk_size: Optional[int], processes: Optional[int] = None) -> ChunkPlan:
+    check_chunk_size(chunk_size)
     chunk = DEFAULT_CHUNK if chunk_size is None else int(chunk_size)
-    if chunk < 1:
-        raise ValueError(f"chunk_size must be a positive number of members, got {chunk_size}.")
     processes = jax.process_count() if processes is None else int(processes)
     return ChunkPlan(int(size), min(chunk, int(size)), processes)
 

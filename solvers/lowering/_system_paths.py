@@ -81,13 +81,9 @@ class NodeList(list):
         return {id(n): k for k, n in enumerate(self)}
 
 
-def _ids(origin) -> dict[int, int]:
-    return origin.ids if isinstance(origin, NodeList) else {id(n): k for k, n in enumerate(origin)}
-
-
 class Paths:
     """Key-path views of one System structure. Methods that may meet the user's node objects
-    take ``nodes``: a callable returning the graph's nodes in node order, or None when the
+    take ``nodes``: a callable returning the graph's nodes (a `NodeList`), or None when the
     System holds no graph (it came out of a transform); key paths work without it."""
 
     def __init__(self, structure):
@@ -142,7 +138,7 @@ class Paths:
         origin = None if hit is not None else nodes()
         if not origin:
             return hit
-        ids = _ids(origin)
+        ids = origin.ids
         obj, k, i = origin[0], 0, 0
         while i < len(tokens):
             op, name = tokens[i]
@@ -179,7 +175,8 @@ class Paths:
     def node(self, where, nodes=_no_nodes) -> int:
         """Node index of a node object or node key path."""
         if isinstance(where, sg.ReffableTreeNode):
-            k = _ids(nodes() or ()).get(id(where))
+            origin = nodes()
+            k = origin.ids.get(id(where)) if origin else None
             if k is None:
                 raise sg.GraphError(
                     f"{where!r} is not a node of the graph this System was built from (a System "

@@ -93,7 +93,10 @@ class TransientSolution:
 
     @property
     def converged(self) -> jax.Array:
-        return self.result == int(TRANSIENT_RESULTS.successful)
+        ok = int(TRANSIENT_RESULTS.successful)
+        if is_concrete(self.result):  # read on the host: an eager == compiles a program
+            return jax.device_put(np.asarray(self.result) == ok)
+        return self.result == ok
 
     def value(self, where) -> jax.Array:
         """The trajectory of a node's unknowns (object or key path): (..., G, size)."""

@@ -226,3 +226,21 @@ def test_eager_gradients_through_the_host_steps_equal_the_dense_lus(monkeypatch)
     dense = jax.grad(loss)(system.params, solvers.DenseLU())
     for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(dense)):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12 * float(np.max(np.abs(b))))
+
+
+def test_a_first_host_lu_solve_compiles_its_step_program_only() -> None:
+    """The inputs are checked and the answer is packed on the host: eager ``jnp`` checks
+    used to compile one program per parameter shape (a third of the first solve of a
+    k = 30 grid). The answer's arrays keep the types of the compiled method's."""
+    from compile_count import compilations
+    system, newton = _grid_circuit(11)  # a size no other test compiles for
+    with compilations() as count:
+        ours = solvers.solve(system, newton)
+    assert count[0] == 1  # the step: F and J at the limited step
+    theirs = _compiled(system, newton)
+    assert bool(ours.converged) and int(ours.iterations) == int(theirs.iterations)
+    for name in ("x", "result", "converged", "iterations", "num_fev", "num_jev",
+                 "residual_norm", "relative_step"):
+        mine, compiled = getattr(ours, name), getattr(theirs, name)
+        assert isinstance(mine, jax.Array), name
+        assert (mine.dtype, mine.shape) == (compiled.dtype, compiled.shape), name

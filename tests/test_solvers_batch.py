@@ -139,6 +139,28 @@ def test_cache_sized_blocks_equal_one_vmap(monkeypatch):
     assert bool(jnp.all(blocked.converged))
 
 
+def test_block_size_reads_one_member_from_the_shapes_and_compiles_nothing():
+    from compile_count import compilations
+    from solvers.batch import _batch
+
+    p = {"a": jnp.linspace(0.5, 2.0, 37)[:, None], "b": jnp.asarray([1.5])}  # b shared
+    axes = (0, None)
+    assert _batch._axes_leaves(p, {"a": 0, "b": None}) == axes
+    x0 = jnp.zeros((37, 1))
+    _batch._block_for.cache_clear()
+    try:
+        with compilations() as count:
+            size = _batch.block_size(_batch.FlatProblem(cubic), solvers.Default(), x0, p, axes)
+        assert count[0] == 0  # no member sliced out on the device
+        one = {"a": jnp.zeros(1), "b": jnp.zeros(1)}  # what one member's F sees
+        assert size == _batch._block_for(_batch.FlatProblem(cubic), solvers.DenseLU(),
+                                         ((1,), jnp.zeros(1).dtype),
+                                         jax.tree_util.tree_structure(one),
+                                         (((1,), jnp.zeros(1).dtype),) * 2) > 0
+    finally:
+        _batch._block_for.cache_clear()
+
+
 def test_finished_members_do_not_backtrack():
     from solvers.roots._line_search import backtrack
 

@@ -131,6 +131,19 @@ def test_full_step_buffer_is_reported_not_silent():
         sol.raise_if_failed()
 
 
+def test_converged_is_one_boolean_array_per_member_eager_or_traced():
+    cfg = solvers.Integrator(max_steps=40)
+    sol = solvers.simulate_batch(rc(), {".resistor.r": jnp.array([100.0, 5000.0])}, T,
+                                 integrator=cfg)  # the fast member runs out of steps
+    eager = sol.converged
+    traced = jax.jit(lambda s: s.converged)(sol)
+    assert isinstance(eager, jax.Array) and eager.dtype == jnp.bool_ and eager.shape == (2,)
+    expected = np.asarray(sol.result) == int(solvers.TRANSIENT_RESULTS.successful)
+    assert expected.tolist() == [False, True]
+    np.testing.assert_array_equal(eager, expected)
+    np.testing.assert_array_equal(traced, expected)
+
+
 @pytest.mark.parametrize("method", ["trapezoidal", "gear"])
 def test_gradient_matches_finite_differences(method):
     cfg = solvers.Integrator(rtol=1e-7, atol=1e-10, method=method)

@@ -102,10 +102,19 @@ def block_size(problem, method, x0, params, axes) -> int:
     if jax.default_backend() != "cpu":
         return 0
     leaves, treedef = jax.tree_util.tree_flatten(params)
-    one = [leaf if axis is None else leaf[0] for leaf, axis in zip(leaves, axes)]
-    spec = lambda a: (tuple(jnp.shape(a)), jnp.result_type(a))  # noqa: E731
-    return _block_for(problem, linear_solver_of(method), spec(x0 if x0.ndim == 1 else x0[0]),
-                      treedef, tuple(spec(a) for a in one))
+    return _block_for(problem, linear_solver_of(method),
+                      _member_spec(x0, None if x0.ndim == 1 else 0), treedef,
+                      tuple(_member_spec(a, axis) for a, axis in zip(leaves, axes)))
+
+
+def _member_spec(leaf, axis) -> tuple:
+    """One member's (shape, dtype) of ``leaf``, batched along ``axis`` (None: shared),
+    read from its shape: slicing a member out would compile a program per shape."""
+    shape = tuple(jnp.shape(leaf))
+    if axis is not None:
+        axis %= len(shape)
+        shape = shape[:axis] + shape[axis + 1:]
+    return shape, jnp.result_type(leaf)
 
 
 @lru_cache(maxsize=64)

@@ -22,14 +22,13 @@ import functools
 from typing import Any, Optional
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .._result import RESULTS
 from ..linear._sparse import SparseHostLU
-from ._method import FlatProblem, all_finite, apply_step_limit
+from ._method import FlatProblem, apply_step_limit
 from ._newton import Newton
-from ._solution import FlatSolution, make_solution
+from ._solution import FlatSolution
 
 
 def steps_on_host(newton: Any, x0, params: Any = None) -> bool:
@@ -42,7 +41,18 @@ def steps_on_host(newton: Any, x0, params: Any = None) -> bool:
             and solver.jacobian is not None and np.ndim(x0) == 1 and np.size(x0) > 0
             and solver.jacobian.pattern.shape == (np.size(x0),) * 2
             and (newton.watchdog > 0 or not newton.line_search)
-            and jax.default_backend() == "cpu" and bool(all_finite((x0, params))))
+            and jax.default_backend() == "cpu" and _finite_on_host((x0, params)))
+
+
+def _finite_on_host(tree: Any) -> bool:
+    """`all_finite` read on the host: the leaves are concrete CPU values here, and eager
+    ``jnp`` checks would compile one program per leaf shape (a third of a large system's
+    first solve)."""
+    for leaf in jax.tree_util.tree_leaves(tree):
+        value = np.asarray(leaf)
+        if np.issubdtype(value.dtype, np.inexact) and not np.isfinite(value).all():
+            return False
+    return True
 
 
 def host_newton(problem: FlatProblem, newton: Newton, x0, params) -> Optional[FlatSolution]:
@@ -99,6 +109,9 @@ def _advance(solver, problem: FlatProblem, x, dx, params):
 def _flat(x, code, steps: int, norm: float, rel: float) -> FlatSolution:
     """A one-member solution, counted as ``Newton`` counts (F at x0 and per step, J per
     step), its norms in x's dtype."""
-    real = x.dtype.type
-    return make_solution(jnp.asarray(x), int(code), steps, steps + 1, steps, real(norm),
-                         real(rel))
+    real, count = x.dtype.type, np.int32
+    result = count(code)
+    # one transfer of host values: eager jnp conversions would compile a program each
+    return FlatSolution(*jax.device_put((x, result, result == int(RESULTS.successful),
+                                         count(steps), count(steps + 1), count(steps),
+                                         real(norm), real(rel))))

@@ -244,3 +244,13 @@ def test_a_first_host_lu_solve_compiles_its_step_program_only() -> None:
         mine, compiled = getattr(ours, name), getattr(theirs, name)
         assert isinstance(mine, jax.Array), name
         assert (mine.dtype, mine.shape) == (compiled.dtype, compiled.shape), name
+
+
+def test_the_host_input_check_sees_every_inexact_type() -> None:
+    """`steps_on_host` reads the inputs on the host: a NaN or inf in any float type (the
+    ml_dtypes ones too) keeps the host steps off, integer leaves are always finite."""
+    check = _host_newton._finite_on_host
+    assert check((jnp.ones(3), {"n": jnp.arange(3), "k": 2, "g": 0.5, "flag": True}))
+    for bad in (jnp.asarray([1.0, jnp.nan], jnp.bfloat16), np.float32(np.inf),
+                float("nan"), jnp.asarray([1j, complex(0, np.inf)]), np.array([[0.0, -np.inf]])):
+        assert not check((jnp.ones(2), {"bad": bad})), bad

@@ -50,7 +50,7 @@ def _finite_on_host(tree: Any) -> bool:
     first solve)."""
     for leaf in jax.tree_util.tree_leaves(tree):
         value = np.asarray(leaf)
-        if np.issubdtype(value.dtype, np.inexact) and not np.isfinite(value).all():
+        if jax.dtypes.issubdtype(value.dtype, np.inexact) and not np.isfinite(value).all():
             return False
     return True
 

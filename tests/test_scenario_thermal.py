@@ -164,3 +164,27 @@ def test_run_report_json_on_the_shipped_example():
     assert doc["heat_flows"]["hot_to_shield"] == pytest.approx(doc["heat_flows"]["shield_to_cold"])
     assert doc["heat_flows"]["hot_to_shield"] + doc["heat_flows"]["strut"] == pytest.approx(50.0)
     assert doc["boundary_heat"]["sink"] == pytest.approx(-50.0)
+
+
+def test_the_builder_gives_the_same_network_from_traced_values():
+    """Concrete entries are gathered with NumPy (no eager programs to compile); traced ones
+    (a builder called under ``jit``) take the jnp path: the same leaves, the same weight of
+    the fixed-temperature equations."""
+    import jax
+
+    def build(g, t_hot):
+        net = th.build_thermal(["a", "b", "c"], conduction={"ab": ("a", "b", g)},
+                               radiation={"bc": ("b", "c", 2.0, (0.8, 0.5))},
+                               fixed={"hot": ("a", t_hot), "cold": ("c", 300.0)})
+        return [b.scale for b in net.boundaries], [n.T for n in net.nodes], net.conductions[0].G
+
+    eager = build(3.0, 900.0)
+    traced = jax.jit(build)(3.0, 900.0)
+    hot = 4 * SIGMA * 900.0 ** 3 * 2.0 / (1 / 0.8 + 1 / 0.5 - 1)  # radiation at 900 K > 3 W/K
+    for got in (eager, traced):
+        assert [float(s) for s in got[0]] == pytest.approx([hot, hot], rel=1e-12)
+        assert [float(t) for t in got[1]] == [300.0, 300.0, 300.0]
+        assert float(got[2]) == 3.0
+    assert all(isinstance(s, jax.Array) for s in eager[0] + eager[1])
+    # the weight is not physics: no gradient flows through it, traced or not
+    assert float(jax.grad(lambda g: build(g, 900.0)[0][0])(30000.0)) == 0.0

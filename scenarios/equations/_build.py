@@ -7,8 +7,7 @@ from __future__ import annotations
 import os
 from typing import Mapping
 
-import jax.numpy as jnp
-
+from .._leaves import leaf
 from .._named import lookup
 from ._reader import read_equations_data
 from ._model import Equation, EquationSet, GradientProvider
@@ -24,9 +23,9 @@ def build_equations(providers: Mapping[str, float],
     """
     if not providers or not equations:
         raise ValueError("build_equations needs at least one provider and one equation")
-    shared = {name: GradientProvider(jnp.asarray(value, dtype=float))
+    shared = {name: GradientProvider(leaf(value))
               for name, value in providers.items()}
-    eqs = [Equation(jnp.asarray(constant, dtype=float),
+    eqs = [Equation(leaf(constant),
                     lookup(shared, provider, f"equation {name!r}", "provider"))
            for name, (constant, provider) in equations.items()]
     return EquationSet(eqs, list(shared.values()), tuple(equations), tuple(shared))

@@ -98,7 +98,7 @@ def sensitivities(graph: EquationSet, solver: Any = None) -> dict:
         solved = solvers.solve(sg.merge(structure, values), solver=solver).system
         return jnp.stack([e.x for e in solved.equations])
 
-    m0 = jnp.stack([jnp.asarray(state[path], dtype=float) for path in paths])
+    m0 = np.stack([np.asarray(state[path], dtype=float) for path in paths])  # no eager program
     jac = np.asarray(jax.jacrev(xs)(m0))
     return {p: dict(zip(graph.equation_names, map(float, jac[:, j])))
             for j, p in enumerate(graph.provider_names)}

@@ -10,8 +10,8 @@ from typing import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
+from .._leaves import leaf, numpy_or_jnp
 from .._named import lookup
 from ._reader import read_thermal_data
 from ._model import (STEFAN_BOLTZMANN, Conduction, FixedTemperature, HeatCapacity, HeatLoad,
@@ -32,12 +32,12 @@ def build_thermal(nodes: Mapping[str, float] | Sequence[str], *,
     (node, C) in J/K (only a transient sees them).
     """
     starts = dict(nodes) if isinstance(nodes, Mapping) else {n: 300.0 for n in nodes}
-    made = {n: ThermalNode(_number(t)) for n, t in starts.items()}
+    made = {n: ThermalNode(leaf(t)) for n, t in starts.items()}
 
     def node(name, where):
         return lookup(made, name, where)
 
-    f = _number
+    f = leaf
 
     conds = [Conduction(node(a, f"conduction {n!r}"), node(b, f"conduction {n!r}"), f(g))
              for n, (a, b, g) in dict(conduction).items()]
@@ -53,21 +53,13 @@ def build_thermal(nodes: Mapping[str, float] | Sequence[str], *,
                           tuple(dict(loads)), tuple(dict(capacities)))
 
 
-def _number(value) -> jax.Array:
-    """A float leaf. A concrete value goes to the device in one transfer: an eager ``jnp``
-    conversion would compile a program (once per process, milliseconds each)."""
-    if isinstance(value, jax.core.Tracer):
-        return jnp.asarray(value, dtype=float)
-    return jax.device_put(np.asarray(value, dtype=jnp.result_type(float)))
-
-
 def _conductance_scale(conds, rads, temperatures) -> jax.Array:
     """Largest conductance (W/K) of the network, radiation linearised at the hottest given
     temperature: the weight of the fixed-temperature equations (not physics, so no gradient).
     Computed with NumPy when nothing is traced (no eager programs to compile)."""
     inputs = [c.G for c in conds] + list(temperatures) + [
         v for r in rads for v in (r.area, r.emissivity, r.view_factor, r.area_ratio)]
-    xp = jnp if any(isinstance(v, jax.core.Tracer) for v in inputs) else np
+    xp = numpy_or_jnp(inputs)
     t_max = xp.max(xp.stack([xp.asarray(t, dtype=float) for t in temperatures]))
     gs = [xp.asarray(c.G) for c in conds] + [
         4.0 * STEFAN_BOLTZMANN * t_max ** 3 * xp.asarray(r.area)
@@ -75,7 +67,7 @@ def _conductance_scale(conds, rads, temperatures) -> jax.Array:
                            xp.asarray(r.area_ratio)) for r in rads]
     largest = xp.max(xp.abs(xp.stack(gs))) if gs else xp.asarray(1.0)
     scale = xp.where(largest > 0, largest, 1.0)
-    return jax.lax.stop_gradient(scale) if xp is jnp else _number(scale)
+    return jax.lax.stop_gradient(scale) if xp is jnp else leaf(scale)
 
 
 def read_thermal(path_or_text: str | os.PathLike) -> ThermalNetwork:

@@ -10,8 +10,8 @@ from typing import Mapping
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
+from .._leaves import leaf, numpy_or_jnp
 from .._named import lookup
 from ._reader import read_truss_data
 from ._model import Bar, Load, Support, Truss, TrussNode
@@ -26,7 +26,7 @@ def build_truss(nodes: Mapping[str, tuple], bars: Mapping[str, tuple], *,
     ``nodes``: name -> (x, y). ``bars``: name -> (a, b, EA[, L0]). ``supports``: name ->
     (node, (fix_x, fix_y)[, (ux, uy) prescribed]). ``loads``: name -> (node, (Fx, Fy)).
     """
-    made = {n: TrussNode(_array(xy)) for n, xy in nodes.items()}
+    made = {n: TrussNode(leaf(xy)) for n, xy in nodes.items()}
 
     def node(name, where):
         return lookup(made, name, where)
@@ -34,43 +34,29 @@ def build_truss(nodes: Mapping[str, tuple], bars: Mapping[str, tuple], *,
     made_bars = []
     for name, (a, b, ea, *rest) in dict(bars).items():
         na, nb = node(a, f"bar {name!r}"), node(b, f"bar {name!r}")
-        xp = _numpy_or_jnp(na.X, nb.X)
-        length = _array(rest[0] if rest else xp.linalg.norm(xp.asarray(nb.X) - xp.asarray(na.X)))
+        xp = numpy_or_jnp(na.X, nb.X)
+        length = leaf(rest[0] if rest else xp.linalg.norm(xp.asarray(nb.X) - xp.asarray(na.X)))
         if _known_nonpositive(length):
             raise ValueError(f"bar {name!r} has zero length: give its nodes distinct positions "
                              "or an explicit positive L0")
-        made_bars.append(Bar(na, nb, _array(ea), length))
+        made_bars.append(Bar(na, nb, leaf(ea), length))
     scale = _scale(made_bars)
-    made_supports = [Support(node(s[0], f"support {n!r}"), _array(s[1], bool),
-                             _array(s[2] if len(s) > 2 else (0.0, 0.0)), scale)
+    made_supports = [Support(node(s[0], f"support {n!r}"), leaf(s[1], bool),
+                             leaf(s[2] if len(s) > 2 else (0.0, 0.0)), scale)
                      for n, s in dict(supports).items()]
-    made_loads = [Load(node(a, f"load {n!r}"), _array(f)) for n, (a, f) in dict(loads).items()]
+    made_loads = [Load(node(a, f"load {n!r}"), leaf(f)) for n, (a, f) in dict(loads).items()]
     return Truss(list(made.values()), made_bars, made_supports, made_loads, tuple(made),
                  tuple(dict(bars)), tuple(dict(supports)), tuple(dict(loads)))
-
-
-def _numpy_or_jnp(*values):
-    """NumPy when nothing among ``values`` is traced: eager ``jnp`` operations would compile
-    a program each (once per process, milliseconds each), a builder call under ``jit`` traces."""
-    traced = any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(values))
-    return jnp if traced else np
-
-
-def _array(value, dtype=float) -> jax.Array:
-    """A leaf of ``dtype``: concrete values go to the device in one transfer."""
-    if _numpy_or_jnp(value) is jnp:
-        return jnp.asarray(value, dtype=dtype)
-    return jax.device_put(np.asarray(value, dtype=jnp.result_type(dtype)))
 
 
 def _scale(bars: list) -> jax.Array:
     """The supports' weight: the stiffest bar's EA / L0 (1 without bars). A weight, not
     physics: stop_gradient keeps derivatives of the solution exact and cheap."""
     if not bars:
-        return _array(1.0)
-    xp = _numpy_or_jnp([(b.EA, b.L0) for b in bars])
+        return leaf(1.0)
+    xp = numpy_or_jnp([(b.EA, b.L0) for b in bars])
     largest = xp.max(xp.stack([xp.asarray(b.EA) / xp.asarray(b.L0) for b in bars]))
-    return jax.lax.stop_gradient(largest) if xp is jnp else _array(largest)
+    return jax.lax.stop_gradient(largest) if xp is jnp else leaf(largest)
 
 
 def _known_nonpositive(length) -> bool:

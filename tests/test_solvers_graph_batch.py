@@ -146,3 +146,25 @@ def test_batch_inside_jit_keeps_keys():
     graph = drop()
     xs = jax.jit(lambda v: solvers.solve_batch(graph, {"source.voltage": v}).x)(VOLTS)
     np.testing.assert_allclose(xs[:, 0], VOLTS)
+
+
+
+def test_a_sweeps_params_compile_once_per_structure_and_keys():
+    """``Solution.params`` of a batch sets each member's values in one compiled program (an
+    eager vmap compiled every primitive), reused by the next sweep of the structure."""
+    from compile_count import compilations
+
+    graph = sg.Bundle(drop(), drop())  # a structure no other test sweeps
+    first = solvers.solve_batch(graph, {".items[0].source.voltage": VOLTS, ".items[1].source.offset": VOLTS})
+    with compilations() as count:
+        params = first.params
+    assert count[0] <= 1
+    np.testing.assert_array_equal(params["Source"]["voltage"][:, 0], VOLTS)
+    np.testing.assert_array_equal(params["Source"]["offset"][:, 1], VOLTS)
+    np.testing.assert_array_equal(params["Source"]["voltage"][:, 1], 1.0)
+    again = solvers.solve_batch(graph, {".items[0].source.voltage": VOLTS + 1.0,
+                                        ".items[1].source.offset": VOLTS})
+    with compilations() as count:
+        np.testing.assert_array_equal(again.params["Source"]["voltage"][:, 0], VOLTS + 1.0)
+    assert count[0] == 0
+    np.testing.assert_allclose(again.system.items[0].v, VOLTS + 1.0)

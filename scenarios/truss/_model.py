@@ -12,14 +12,21 @@ import jax.numpy as jnp
 
 import simgraph as sg
 
+from .._leaves import leaf
+
 __all__ = ["TrussNode", "Bar", "Support", "Load", "Truss", "axial_force"]
+
+
+def _zeros2() -> jax.Array:
+    """A fresh (0, 0) for a default field, compiling nothing (see ``scenarios._leaves``)."""
+    return leaf((0.0, 0.0))
 
 
 class TrussNode(sg.ReffableTreeNode):
     """A pin at reference position ``X`` (m, shape (2,)) with displacement ``u`` (unknown)."""
 
     X: jax.Array
-    u: jax.Array = sg.unknown(default_factory=lambda: jnp.zeros(2))
+    u: jax.Array = sg.unknown(default_factory=_zeros2)
 
     def position(self):
         return self.X + self.u
@@ -68,9 +75,9 @@ class Support(sg.ReffableTreeNode):
 
     node: TrussNode
     fixed: jax.Array
-    prescribed: jax.Array = sg.field(default_factory=lambda: jnp.zeros(2))
+    prescribed: jax.Array = sg.field(default_factory=_zeros2)
     scale: jax.Array = 1.0
-    reaction: jax.Array = sg.unknown(default_factory=lambda: jnp.zeros(2))
+    reaction: jax.Array = sg.unknown(default_factory=_zeros2)
 
     def residual(self):
         return jnp.where(self.fixed, self.scale * (self.node.u - self.prescribed), self.reaction)

@@ -155,7 +155,8 @@ def test_a_sweeps_params_compile_once_per_structure_and_keys():
     from compile_count import compilations
 
     graph = sg.Bundle(drop(), drop())  # a structure no other test sweeps
-    first = solvers.solve_batch(graph, {".items[0].source.voltage": VOLTS, ".items[1].source.offset": VOLTS})
+    first = solvers.solve_batch(graph, {".items[0].source.voltage": VOLTS,
+                                        ".items[1].source.offset": VOLTS})
     with compilations() as count:
         params = first.params
     assert count[0] <= 1

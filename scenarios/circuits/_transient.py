@@ -21,6 +21,7 @@ import numpy as np
 import solvers
 
 from .._tables import pandas
+from .._trajectories import trajectories
 from ._build import build_circuit
 from ._netlist import Netlist, Transient, VoltageSource
 from ._solve import solve_circuit
@@ -151,8 +152,7 @@ def simulate_circuit(netlist: TransientInput, tran: Transient | None = None, *,
     cfg = integrator or integrator_for(netlist, system, tran)
     grid = tran.times() if times is None else np.asarray(times, dtype=float)
     sol = solvers.simulate(system, grid, t0=0.0, integrator=cfg, initial=initial)
-    states = np.asarray(sol.x)  # one copy to the host, then a slice per node
-    of = lambda node: states[:, system.locate(node)]  # noqa: E731
+    of = trajectories(sol)
     return CircuitTransient(
         grid, {k: of(v)[:, 0] for k, v in circuit.nodes.items()},
         {k: of(v)[:, -1] for k, v in circuit.vsources.items()},

@@ -37,17 +37,16 @@ def build_thermal(nodes: Mapping[str, float] | Sequence[str], *,
     def node(name, where):
         return lookup(made, name, where)
 
-    f = leaf
-
-    conds = [Conduction(node(a, f"conduction {n!r}"), node(b, f"conduction {n!r}"), f(g))
+    conds = [Conduction(node(a, f"conduction {n!r}"), node(b, f"conduction {n!r}"), leaf(g))
              for n, (a, b, g) in dict(conduction).items()]
-    rads = [Radiation(node(r[0], f"radiation {n!r}"), node(r[1], f"radiation {n!r}"), f(r[2]),
-                      f(r[3]), *map(f, r[4:6])) for n, r in dict(radiation).items()]
-    bcs = [FixedTemperature(node(a, f"fixed {n!r}"), f(t)) for n, (a, t) in dict(fixed).items()]
+    rads = [Radiation(node(r[0], f"radiation {n!r}"), node(r[1], f"radiation {n!r}"), leaf(r[2]),
+                      leaf(r[3]), *map(leaf, r[4:6])) for n, r in dict(radiation).items()]
+    bcs = [FixedTemperature(node(a, f"fixed {n!r}"), leaf(t)) for n, (a, t) in dict(fixed).items()]
     scale = _conductance_scale(conds, rads, [b.T for b in bcs] + [n.T for n in made.values()])
     bcs = [FixedTemperature(b.node, b.T, b.q, scale) for b in bcs]
-    qs = [HeatLoad(node(a, f"load {n!r}"), f(q)) for n, (a, q) in dict(loads).items()]
-    caps = [HeatCapacity(node(a, f"capacity {n!r}"), f(c)) for n, (a, c) in dict(capacities).items()]
+    qs = [HeatLoad(node(a, f"load {n!r}"), leaf(q)) for n, (a, q) in dict(loads).items()]
+    caps = [HeatCapacity(node(a, f"capacity {n!r}"), leaf(c))
+            for n, (a, c) in dict(capacities).items()]
     return ThermalNetwork(list(made.values()), conds, rads, bcs, qs, caps, tuple(made),
                           tuple(dict(conduction)), tuple(dict(radiation)), tuple(dict(fixed)),
                           tuple(dict(loads)), tuple(dict(capacities)))

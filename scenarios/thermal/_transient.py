@@ -9,6 +9,7 @@ import numpy as np
 
 import solvers
 
+from .._trajectories import trajectories
 from ._model import ThermalNetwork
 
 __all__ = ["ThermalTransient", "simulate_thermal"]
@@ -42,7 +43,6 @@ def simulate_thermal(network: ThermalNetwork, times, *, initial: str = "given",
     cfg = integrator or solvers.Integrator(rtol=1e-6, atol=1e-6)
     times = np.asarray(times, dtype=float)
     sol = solvers.simulate(network, times, integrator=cfg, initial=initial)
-    states = np.asarray(sol.x)  # one copy to the host, then a slice per node
-    temps = {name: states[:, sol.lowered.locate(node)][:, 0]
-             for name, node in zip(network.node_names, network.nodes)}
+    of = trajectories(sol)
+    temps = {name: of(node)[:, 0] for name, node in zip(network.node_names, network.nodes)}
     return ThermalTransient(times, temps, sol)

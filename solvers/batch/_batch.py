@@ -108,13 +108,10 @@ def block_size(problem, method, x0, params, axes) -> int:
 
 
 def _member_spec(leaf, axis) -> tuple:
-    """One member's (shape, dtype) of ``leaf``, batched along ``axis`` (None: shared),
-    read from its shape: slicing a member out would compile a program per shape."""
+    """One member's (shape, dtype) of ``leaf``, batched along its leading axis (``axis`` 0)
+    or shared (None), read from its shape: slicing a member out would compile a program."""
     shape = tuple(jnp.shape(leaf))
-    if axis is not None:
-        axis %= len(shape)
-        shape = shape[:axis] + shape[axis + 1:]
-    return shape, jnp.result_type(leaf)
+    return (shape if axis is None else shape[1:]), jnp.result_type(leaf)
 
 
 @lru_cache(maxsize=64)

@@ -11,11 +11,13 @@ pair).
 * ``latency`` rows: ``warm_us`` = median of repeated warm calls; ``first_s`` = the first call
   in this process (trace + compile + run; for simgraph ``solve(graph)``'s first call in a
   fresh process, compilation cache off; ``cached_first_s`` with JAX's persistent cache
-  filled by an earlier process). ``vs_hand`` = warm time / the hand Newton's. The two
+  filled by an earlier process). ``vs_hand`` = warm time / the hand Newton's. The
   ``jit(solve(System...))`` rows split the ``jit(solve(graph))`` row: the graph's leaves
-  going in and out (graph against System), and ``Default``'s fallback stages, which are
-  compiled into the program and cost at every call even when Newton converges (``Default``
-  against ``Newton``, its first stage alone).
+  going in and out (graph against System), and ``Default``'s fallback stages: on CPU the
+  program holds Newton and calls back to the host for a fallback only when needed
+  (``Default`` against ``Newton``, its first stage alone); "every stage compiled" is
+  ``Default(traced_fallbacks="compiled")`` (as under ``vmap`` or on GPU), whose untaken
+  stages cost at every call.
 * ``large``: the 2000-node ladder solved once, eager ``solve(graph)`` against
   ``solve(System)`` (``graph_vs_system``) and against a SciPy sparse Newton
   (``scipy_vs_graph`` > 1: we are faster; ``_scale_peers.solve_scipy_lu``).
@@ -37,6 +39,7 @@ Run: ``python -m benchmarks.latency [--quick]``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -183,8 +186,11 @@ def latency_rows(case: str, n: int, repeats: int = 7, fresh_child: bool = True) 
     jitted = jax.jit(lambda g: solvers.solve(g, method).system)
     on_system = jax.jit(lambda s, m: solvers.solve(s, m).x, static_argnums=1)
     newton = method.plan(system.m, system.n)[0]  # Default's first stage alone
+    every_stage = dataclasses.replace(method, traced_fallbacks="compiled")
     ours = {"simgraph jit(solve(graph))": (lambda: jitted(c.graph), None),
             "simgraph jit(solve(System))": (lambda: on_system(system, method), None),
+            "simgraph jit(solve(System)), every stage compiled": (
+                lambda: on_system(system, every_stage), None),
             "simgraph jit(solve(System, Newton))": (lambda: on_system(system, newton), None),
             "simgraph solve(graph)": (lambda: solvers.solve(c.graph, method).x, None),
             "simgraph solve(System)": (lambda: solvers.solve(system, method).x, None)}

@@ -144,8 +144,8 @@ def _solve_graph(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
     step_limit = _StepLimit(system._s) if system.has_step_limit else None
 
     x0, method = check_arguments(_start(system, system.x0), method)
-    flat = solve_member(FlatProblem(_Residual(system._s), step_limit), method, x0,
-                        system.params, shape=(system.m, system.n))
+    problem = FlatProblem(_Residual(system._s), step_limit, host_callable=True)
+    flat = solve_member(problem, method, x0, system.params, shape=(system.m, system.n))
     return _checked(dataclasses.replace(flat, lowered=system), throw)
 
 
@@ -208,7 +208,7 @@ def _lowered(graph: Any, solver: Optional[AbstractRootMethod], evaluation: str) 
 
 def _sweep(system, keys, batched, start, method, step_limit, chunk_size, throw, options):
     """`solve_batch` as a chunked sweep (several processes, a results directory)."""
-    problem = FlatProblem(_Residual(system._s, keys), step_limit)
+    problem = FlatProblem(_Residual(system._s, keys), step_limit, host_callable=True)
     fingerprint = sweep_fingerprint(system, keys, batched, start, method)
     flat, members = sweep_flat(problem, method, start, (system.params, batched), (None, 0),
                                chunk_size=chunk_size, fingerprint=fingerprint,

@@ -161,8 +161,8 @@ def _run(problem, cfg, ls, dc_method, initial, params, x0, grid, t0):
     hmin = span * 1e-11 if cfg.hmin is None else jnp.asarray(cfg.hmin, grid.dtype)
     atol = _atol(cfg, x0.shape[0], x0.dtype)
     if initial == "dc":
-        fn = lambda x, p: problem.residual(x, problem.at(p, t0))  # noqa: E731
-        flat = dc_method.solve(FlatProblem(fn, _at_start(problem, t0)), lax.stop_gradient(x0), frozen)
+        flat = dc_method.solve(_dc_problem(problem), lax.stop_gradient(x0),
+                               (frozen, lax.stop_gradient(t0)))
         start, ok = flat.x, flat.converged
     else:
         start, ok = lax.stop_gradient(x0), jnp.asarray(True)
@@ -202,10 +202,24 @@ def _replayed_jvp(spec, primals, tangents):
     return out.ys, jnp.where(jnp.isnan(out.ys), 0.0, d_ys)
 
 
-def _at_start(problem, t0):
-    if problem.step_limit is None:
-        return None
-    return lambda x, dx, p: problem.step_limit(x, dx, problem.at(p, t0))
+def _dc_problem(problem: TransientProblem) -> FlatProblem:
+    """The operating point at ``t0`` as ``F(x, (params, t0))``: pure functions of their
+    arguments (hashable, closing over no traced value), so a traced ``Default`` may run its
+    fallbacks from the host (`FlatProblem.host_callable`)."""
+    limit = _AtTime(problem, "step_limit") if problem.step_limit is not None else None
+    return FlatProblem(_AtTime(problem, "residual"), limit, host_callable=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class _AtTime:
+    """``problem.<name>(*args, problem.at(params, t))`` called with ``(params, t)`` last."""
+
+    problem: TransientProblem
+    name: str
+
+    def __call__(self, *args):
+        *head, (params, t) = args
+        return getattr(self.problem, self.name)(*head, self.problem.at(params, t))
 
 
 @jax.custom_jvp

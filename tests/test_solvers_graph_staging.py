@@ -93,16 +93,28 @@ def test_no_fallback_compiled_when_newton_converges(calls):
     sol = solvers.solve_batch(Square(jnp.asarray(2.0)), {"c": jnp.arange(1.0, 5.0)})
     assert bool(sol.converged.all()) and len(calls) == 1
     assert isinstance(calls[0][0], solvers.Newton)
-    assert isinstance(solvers.solve(Square(jnp.asarray(9.0))).flat, solvers.FlatSolution)
+    compiled = solvers.Default(traced_fallbacks="compiled")
+    assert isinstance(solvers.solve(Square(jnp.asarray(9.0)), compiled).flat,
+                      solvers.FlatSolution)
     assert len(calls) == 2 and isinstance(calls[1][0], solvers.Newton)
 
 
 def test_staged_single_solve_equals_traced(calls):
-    eager = solvers.solve(Square(jnp.asarray(1e6)), SHORT)
+    staged = solvers.Default(methods=SHORT.methods, traced_fallbacks="compiled")
+    eager = solvers.solve(Square(jnp.asarray(1e6)), staged)
     assert [type(m).__name__ for m, _ in calls] == ["Newton", "TrustRegion"]
-    traced = jax.jit(lambda c: solvers.solve(Square(c), SHORT).flat)(1e6)
+    traced = jax.jit(lambda c: solvers.solve(Square(c), staged).flat)(1e6)
     assert_same(eager.flat, traced)
     assert float(eager.system.x) == pytest.approx(1e3)
+
+
+def test_single_solve_on_cpu_runs_the_program_that_calls_back(calls):
+    # The program holds Newton and calls back for the trust region itself (on CPU, where
+    # `traced_fallbacks="auto"` means "callback"): one compiled call, the staged answer.
+    one = solvers.solve(Square(jnp.asarray(1e6)), SHORT)
+    assert calls == [(SHORT, None)]
+    staged = solvers.Default(methods=SHORT.methods, traced_fallbacks="compiled")
+    assert_same(one.flat, solvers.solve(Square(jnp.asarray(1e6)), staged).flat)
 
 
 def test_eager_grad_runs_the_stages_and_jit_or_vmap_one_traced_program(calls):

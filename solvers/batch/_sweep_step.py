@@ -16,7 +16,8 @@ import numpy as np
 
 from ._batch import _solve_batched, block_size, fit_blocks
 from ._distributed import batch_mesh, from_local, spec, to_local
-from ..roots._polyalgorithm import Default, merge
+from ..roots._attempts import merge
+from ..roots._polyalgorithm import Default
 from ..roots._staging import needs_fallback
 from ..roots._solution import ARRAYS as FIELDS, FlatSolution
 

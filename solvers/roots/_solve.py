@@ -23,7 +23,9 @@ from ._method import AbstractRootMethod, Continuation, FlatProblem, StepLimit
 from ._polyalgorithm import Default
 from ._precision import for_dtype
 from ._solution import Solution, SolveError
-from ._staging import run_staged
+from ._host_fallback import sends_fallbacks_to_host
+from ._staging import run_staged, stages_of
+from ..linear._sparse import SparseHostLU
 from ..linear._sparsity import SparsityPattern
 
 
@@ -106,8 +108,10 @@ def solve_member(problem: FlatProblem, method: AbstractRootMethod, x0, params,
     when Newton fails) whenever the values can be read now: outside transforms, and under
     an eager ``grad``/``jvp`` (the stages solve the values without their tangents, then the
     implicit derivative is attached, as the compiled solve attaches it); a Newton stage on
-    the host LU then steps from the host (`_attempt`). Under ``jit`` or ``vmap``: one
-    compiled program. ``shape``: ``(m, n)`` when known (saves a trace of F)."""
+    the host LU then steps from the host (`_attempt`). Where ``Default``'s program calls
+    back for its fallbacks itself (`_one_program`), concrete values go to that program.
+    Under ``jit`` or ``vmap``: one compiled program. ``shape``: ``(m, n)`` when known
+    (saves a trace of F)."""
     concrete = is_concrete((x0, params))  # then stop_gradient is the identity: skip its dispatches
     bare = (x0, params) if concrete else lax.stop_gradient((x0, params))
     if staging() or not is_concrete(bare):
@@ -117,11 +121,24 @@ def solve_member(problem: FlatProblem, method: AbstractRootMethod, x0, params,
             problem, method, x0, params)
     m, n = shape if shape is not None else (
         int(np.prod(jax.eval_shape(problem.fn, *bare).shape)), int(x0.shape[-1]))
+    if concrete and _one_program(problem, method, m, n):
+        return _solve_jit(problem, method, x0, params)
     sol = run_staged(method, m, n, lambda stage, _: _attempt(problem, stage, *bare))
     if concrete:
         return sol
     x = implicit_solution(problem.fn, linear_solver_of(method), sol.x, params, sol.converged)
     return dataclasses.replace(sol, x=x)
+
+
+def _one_program(problem: FlatProblem, method: Default, m: int, n: int) -> bool:
+    """Whether one member runs ``Default`` as its compiled program: where the program holds
+    Newton alone and calls back for a fallback only when needed (`sends_fallbacks_to_host`),
+    staging from Python would add a read-back and dispatches (~100 us of a 10-node
+    ladder's 270). A first stage on the host LU still steps from the host (`_attempt`)."""
+    stages = stages_of(method, m, n)
+    return (stages is not None
+            and sends_fallbacks_to_host(method.traced_fallbacks, problem)
+            and not isinstance(getattr(stages[0], "linear_solver", None), SparseHostLU))
 
 
 def _attempt(problem: FlatProblem, method: AbstractRootMethod, x0, params) -> Solution:

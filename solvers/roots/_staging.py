@@ -21,7 +21,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._polyalgorithm import Default, fall_back, merge, needs_retry
+from ._attempts import fall_back, merge, needs_retry
+from ._polyalgorithm import Default
 from ._solution import FlatSolution
 
 #: Failing members are retried in buckets of at most this many (the whole batch when it is

@@ -1,0 +1,82 @@
+"""``Default``'s fallback stages run from the host when traced: a program that Newton
+solves compiles Newton alone.
+
+Compiled into the caller's program, the trust region and the homotopy dominate its first
+call (a 10-node ladder's ``jit(solve(graph))``: 3.6 s with them, 0.9 s without) and cost
+at every call even untaken (~40 us per stage on a 2-core CPU). Here the program holds the
+first stage and a ``lax.cond`` that calls back to the host (``jax.pure_callback``) only
+when the member needs a fallback; the host runs the later stages in ``Default``'s order,
+each compiled on first need and kept. Under ``vmap`` the stages stay in the program
+(``custom_vmap``): one loop runs a batch's fallbacks for exactly the members that need
+them, where a callback would carry the whole batch through the host at every call.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ._attempts import merge, needs_retry
+from ._method import FlatProblem
+from ._solution import FlatSolution
+
+
+def sends_fallbacks_to_host(mode: str, problem: FlatProblem) -> bool:
+    """Whether a traced ``Default`` with ``traced_fallbacks=mode`` calls back for its later
+    stages: never for a problem whose functions the host may not call (they may close over
+    traced values), always for ``"callback"``, on CPU for ``"auto"``."""
+    if mode == "compiled" or not problem.host_callable:
+        return False
+    return mode == "callback" or jax.default_backend() == "cpu"
+
+
+def with_host_fallbacks(stages: tuple, problem: FlatProblem, compiled: Callable, x0,
+                        params: Any, active) -> FlatSolution:
+    """``stages[0]`` in the program, the later stages from the host when needed;
+    ``compiled(x0, params, active)`` (all stages in the program) for a batch."""
+    run = jax.custom_batching.custom_vmap(functools.partial(_one_member, stages, problem))
+    run.def_vmap(functools.partial(_batch, compiled))
+    return run(x0, params, jnp.asarray(active, bool))
+
+
+def _one_member(stages: tuple, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
+    first = stages[0].run(problem, x0, params, active)
+    shapes = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), first)
+    host = functools.partial(_later_stages, stages[1:], problem)
+    args = lax.stop_gradient((x0, params, active, first))
+    return lax.cond(active & needs_retry(first),
+                    lambda: jax.pure_callback(host, shapes, *args), lambda: first)
+
+
+def _batch(compiled: Callable, axis_size: int, in_batched: list, x0, params: Any, active):
+    axes = tuple(jax.tree_util.tree_map(lambda batched: 0 if batched else None, in_batched))
+    # an unbatched argument may come back as a Python value (``True``, whose ``~`` is -2)
+    active = jnp.asarray(active, bool)
+    out = jax.vmap(compiled, in_axes=axes, axis_size=axis_size)(x0, params, active)
+    return out, jax.tree_util.tree_map(lambda _: True, out)
+
+
+def _later_stages(stages: tuple, problem: FlatProblem, x0, params: Any, active,
+                  first: FlatSolution) -> FlatSolution:
+    """On the host (NumPy values): each stage for the member if it still `needs_retry`,
+    keeping its better attempt, as ``run_stages`` does in a program."""
+    best = first
+    for stage in stages:
+        members = np.asarray(active) & np.asarray(needs_retry(best))
+        if members:
+            tried = jnp.asarray(members)
+            best = _merge(best, _run_stage(problem, stage, x0, params, tried), tried)
+    return jax.tree_util.tree_map(np.asarray, best)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _run_stage(problem: FlatProblem, stage, x0, params: Any, active) -> FlatSolution:
+    return stage.run(problem, x0, params, active)
+
+
+_merge = jax.jit(merge)

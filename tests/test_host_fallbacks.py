@@ -1,0 +1,151 @@
+"""A traced ``Default`` on a graph: the program holds Newton, the fallback stages run from the
+host only when a member needs them (``Default.traced_fallbacks``), with the answer of the
+program that compiles every stage; a batch keeps its stages in the program."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simgraph as sg
+import solvers
+from solvers.roots import _homotopy, _host_fallback, _polyalgorithm, _trust_region
+
+from compile_count import compilations
+
+FIELDS = ("x", "result", "converged", "iterations", "num_fev", "num_jev", "residual_norm",
+          "relative_step")
+
+
+class Cubic(sg.ReffableTreeNode):
+    """x^3 - 2x + c from x = 0: c = 3 needs the monotone Newton (the watchdog's full steps
+    cycle), c = 2 fails in every stage, c = -1 is Newton's."""
+
+    c: jax.Array
+    x: jax.Array = sg.unknown(default=0.0)
+
+    def residual(self):
+        return self.x ** 3 - 2 * self.x + self.c
+
+
+class Square(sg.ReffableTreeNode):
+    c: jax.Array
+    x: jax.Array = sg.unknown(default=1.0)
+
+    def residual(self):
+        return self.x ** 2 - self.c
+
+
+# Newton with 5 steps fails for large c; the trust region then solves it.
+SHORT = dict(methods=(solvers.Newton(max_steps=5), solvers.TrustRegion(max_steps=200)))
+
+
+def _solved(method, graph_class=Cubic):
+    return jax.jit(lambda c: solvers.solve(graph_class(c), method).flat)
+
+
+def _assert_same(a, b):
+    for field in FIELDS:
+        np.testing.assert_array_equal(np.asarray(getattr(a, field)),
+                                      np.asarray(getattr(b, field)), err_msg=field)
+
+
+@pytest.fixture
+def fallback_runs(monkeypatch):
+    """Count the trust region's and the homotopy's runs: traces and host calls alike."""
+    runs = []
+    for cls in (_trust_region.TrustRegion, _polyalgorithm.TrustRegionRestarts,
+                _homotopy.Homotopy):
+        original = cls.run
+
+        def spy(self, *args, _original=original):
+            runs.append(type(self).__name__)
+            return _original(self, *args)
+
+        monkeypatch.setattr(cls, "run", spy)
+    return runs
+
+
+def test_a_graph_newton_solves_traces_no_fallback(fallback_runs):
+    method = solvers.Default(rtol=1e-11)
+    sol = _solved(method)(-1.0)
+    assert bool(sol.converged) and fallback_runs == []
+    compiled = _solved(solvers.Default(rtol=1e-11, traced_fallbacks="compiled"))(-1.0)
+    assert fallback_runs == ["TrustRegionRestarts", "Homotopy"]
+    _assert_same(sol, compiled)
+
+
+@pytest.mark.parametrize("c", [3.0, 2.0, jnp.nan])
+def test_host_fallbacks_answer_as_the_compiled_stages(c):
+    host = _solved(solvers.Default(traced_fallbacks="callback"))(c)
+    compiled = _solved(solvers.Default(traced_fallbacks="compiled"))(c)
+    _assert_same(host, compiled)
+    _assert_same(host, solvers.solve(Cubic(jnp.asarray(c))).flat)  # the eager stages too
+
+
+def test_host_fallbacks_compile_each_stage_once(fallback_runs):
+    solve = _solved(solvers.Default(traced_fallbacks="callback", **SHORT), Square)
+    assert float(solve(1e6).x[0]) == pytest.approx(1e3) and fallback_runs == ["TrustRegion"]
+    with compilations() as count:
+        assert float(solve(4e6).x[0]) == pytest.approx(2e3)
+        assert float(solve(4.0).x[0]) == pytest.approx(2.0)
+    assert count[0] == 0 and fallback_runs == ["TrustRegion"]
+
+
+def test_gradients_through_a_host_fallback():
+    method = solvers.Default(traced_fallbacks="callback", **SHORT)
+    root = lambda c: solvers.solve(Square(c), method).system.x  # noqa: E731
+    assert float(jax.jit(jax.grad(root))(1e6)) == pytest.approx(0.5e-3, rel=1e-12)
+    assert float(jax.jacfwd(root)(1e6)) == pytest.approx(0.5e-3, rel=1e-12)
+
+
+def test_a_batch_keeps_its_stages_in_the_program(fallback_runs):
+    method = solvers.Default(traced_fallbacks="callback", **SHORT)
+    batched = jax.jit(jax.vmap(lambda c: solvers.solve(Square(c), method).flat))
+    cs = jnp.asarray([4.0, 1e6, 9.0])
+    assert "callback" not in batched.lower(cs).as_text()
+    sol = batched(cs)
+    np.testing.assert_allclose(sol.x[:, 0], [2.0, 1e3, 3.0])
+    for k, c in enumerate(cs):
+        one = _solved(method, Square)(c)
+        np.testing.assert_array_equal(sol.x[k], one.x)
+        assert int(sol.result[k]) == int(one.result)
+
+
+def test_callbacks_only_where_chosen(monkeypatch):
+    def has_callback(method):
+        return "callback" in _solved(method).lower(3.0).as_text()
+
+    assert has_callback(solvers.Default(rtol=1e-9))  # auto on this CPU
+    assert not has_callback(solvers.Default(rtol=1e-9, traced_fallbacks="compiled"))
+    # A flat function may close over traced values: its stages stay in the program.
+    flat = jax.jit(lambda c: solvers.solve(lambda x, p: x ** 3 - 2 * x + c, jnp.zeros(1)).x)
+    assert "callback" not in flat.lower(3.0).as_text()
+    assert float(flat(3.0)[0]) == pytest.approx(-1.8932892, abs=1e-6)
+
+
+def test_auto_compiles_every_stage_on_an_accelerator(monkeypatch):
+    problem = solvers.roots.FlatProblem(lambda x, p: x, host_callable=True)
+    assert _host_fallback.sends_fallbacks_to_host("auto", problem)
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert not _host_fallback.sends_fallbacks_to_host("auto", problem)
+    assert _host_fallback.sends_fallbacks_to_host("callback", problem)
+    assert not _host_fallback.sends_fallbacks_to_host("callback", problem._replace(
+        host_callable=False))
+    # A fresh trace (another method: no cached program) compiles the stages in.
+    gpu_style = _solved(solvers.Default(rtol=2e-10)).lower(3.0).as_text()
+    assert "callback" not in gpu_style
+
+
+def test_traced_fallbacks_is_checked():
+    with pytest.raises(ValueError, match="traced_fallbacks"):
+        solvers.Default(traced_fallbacks="host")
+
+
+def test_a_transient_operating_point_with_host_fallbacks():
+    from test_transient import CFG, T, rc
+
+    runs = {mode: solvers.simulate(rc(), T, integrator=CFG, dc_solver=solvers.Default(
+        atol=1e-12, traced_fallbacks=mode)) for mode in ("callback", "compiled")}
+    np.testing.assert_array_equal(np.asarray(runs["callback"].x), np.asarray(runs["compiled"].x))
+    assert int(runs["callback"].result) == int(solvers.TRANSIENT_RESULTS.successful)

@@ -124,6 +124,19 @@ def test_callbacks_only_where_chosen(monkeypatch):
     assert float(flat(3.0)[0]) == pytest.approx(-1.8932892, abs=1e-6)
 
 
+def test_auto_compiles_every_stage_with_the_persistent_cache(tmp_path):
+    # JAX never stores a program with a host callback: with its cache on, every stage.
+    problem = solvers.roots.FlatProblem(lambda x, p: x, host_callable=True)
+    assert _host_fallback.sends_fallbacks_to_host("auto", problem)
+    jax.config.update("jax_compilation_cache_dir", str(tmp_path))
+    try:
+        assert not _host_fallback.sends_fallbacks_to_host("auto", problem)
+        assert _host_fallback.sends_fallbacks_to_host("callback", problem)
+    finally:
+        jax.config.update("jax_compilation_cache_dir", None)
+    assert _host_fallback.sends_fallbacks_to_host("auto", problem)
+
+
 def test_auto_compiles_every_stage_on_an_accelerator(monkeypatch):
     problem = solvers.roots.FlatProblem(lambda x, p: x, host_callable=True)
     assert _host_fallback.sends_fallbacks_to_host("auto", problem)

@@ -8,7 +8,9 @@ first stage and a ``lax.cond`` that calls back to the host (``jax.pure_callback`
 when the member needs a fallback; the host runs the later stages in ``Default``'s order,
 each compiled on first need and kept. Under ``vmap`` the stages stay in the program
 (``custom_vmap``): one loop runs a batch's fallbacks for exactly the members that need
-them, where a callback would carry the whole batch through the host at every call.
+them, where a callback would carry the whole batch through the host at every call. JAX's
+persistent cache never stores a program with a callback, so with that cache on every stage
+is compiled in (once, then read back by later processes).
 """
 
 from __future__ import annotations
@@ -29,10 +31,18 @@ from ._solution import FlatSolution
 def sends_fallbacks_to_host(mode: str, problem: FlatProblem) -> bool:
     """Whether a traced ``Default`` with ``traced_fallbacks=mode`` calls back for its later
     stages: never for a problem whose functions the host may not call (they may close over
-    traced values), always for ``"callback"``, on CPU for ``"auto"``."""
+    traced values), always for ``"callback"``; for ``"auto"`` on CPU while JAX's persistent
+    compilation cache is off (JAX never stores a program with a host callback: with the
+    cache on, a program with every stage is compiled once and read back by later
+    processes)."""
     if mode == "compiled" or not problem.host_callable:
         return False
-    return mode == "callback" or jax.default_backend() == "cpu"
+    return mode == "callback" or (jax.default_backend() == "cpu" and not persistent_cache_on())
+
+
+def persistent_cache_on() -> bool:
+    """Whether JAX stores compiled programs on disk (``solvers.enable_compilation_cache``)."""
+    return bool(jax.config.jax_compilation_cache_dir) and jax.config.jax_enable_compilation_cache
 
 
 def with_host_fallbacks(stages: tuple, problem: FlatProblem, compiled: Callable, x0,

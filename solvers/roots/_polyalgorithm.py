@@ -122,7 +122,9 @@ class Default(AbstractRootMethod):
     * ``"compiled"``: every stage in the program, the two Newton stages as one
       `NewtonRestarts` loop and all stages as one loop (`run_stages`): self-contained.
     * ``"auto"`` (default): ``"callback"`` on CPU, ``"compiled"`` on other platforms (where
-      a callback is a device-host round trip).
+      a callback is a device-host round trip) and wherever JAX's persistent compilation
+      cache is on (``solvers.enable_compilation_cache``: JAX never stores a program with a
+      callback, while the whole program, compiled once, is read back by later processes).
 
     Over-determined systems (m > n) go to Levenberg-Marquardt (least squares).
     ``methods`` replaces the sequence of stages.

@@ -2,6 +2,8 @@
 host only when a member needs them (``Default.traced_fallbacks``), with the answer of the
 program that compiles every stage; a batch keeps its stages in the program."""
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -162,3 +164,27 @@ def test_a_transient_operating_point_with_host_fallbacks():
         atol=1e-12, traced_fallbacks=mode)) for mode in ("callback", "compiled")}
     np.testing.assert_array_equal(np.asarray(runs["callback"].x), np.asarray(runs["compiled"].x))
     assert int(runs["callback"].result) == int(solvers.TRANSIENT_RESULTS.successful)
+
+
+class Law(sg.ReffableTreeNode):
+    """A residual reached through a static callable: it may close over a traced value."""
+
+    law: Any = sg.static()
+    x: jax.Array = sg.unknown(default=0.0)
+
+    def residual(self):
+        return self.law(self.x)
+
+
+def test_a_model_closing_over_a_traced_value_compiles_every_stage():
+    # The host calls the residual after the trace has ended: a traced value it closed over
+    # would be gone, so such a model keeps its fallbacks in the program.
+    def solved(c, method=solvers.Default(traced_fallbacks="callback")):
+        return solvers.solve(Law(lambda x: x ** 3 - 2 * x + c), method).flat.x
+
+    assert "callback" not in jax.jit(solved).lower(3.0).as_text()
+    assert float(jax.jit(solved)(3.0)[0]) == pytest.approx(-1.8932892, abs=1e-6)
+    xs = jax.jit(jax.vmap(solved))(jnp.asarray([-1.0, 3.0]))
+    np.testing.assert_allclose(xs[:, 0], [-0.618034, -1.8932892], atol=1e-6)
+    pure = jax.jit(lambda c: solvers.solve(Law(lambda x: x ** 3 - 2 * x + 3.0)).flat.x)
+    assert "callback" in pure.lower(3.0).as_text()  # a closure over constants is fine

@@ -8,7 +8,10 @@ first stage and a ``lax.cond`` that calls back to the host (``jax.pure_callback`
 when the member needs a fallback; the host runs the later stages in ``Default``'s order,
 each compiled on first need and kept. Under ``vmap`` the stages stay in the program
 (``custom_vmap``): one loop runs a batch's fallbacks for exactly the members that need
-them, where a callback would carry the whole batch through the host at every call. JAX's
+them, where a callback would carry the whole batch through the host at every call. A
+model whose functions use a traced value of an enclosing transform (through a static
+callable, or a class defined inside the caller's ``jit``) compiles every stage too: the
+host calls them after the trace, where that value is gone. JAX's
 persistent cache never stores a program with a callback, so with that cache on every stage
 is compiled in (once, then read back by later processes).
 """
@@ -23,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._concrete import is_traced
 from ._attempts import merge, needs_retry
 from ._method import FlatProblem
 from ._solution import FlatSolution
@@ -38,6 +42,19 @@ def sends_fallbacks_to_host(mode: str, problem: FlatProblem) -> bool:
     if mode == "compiled" or not problem.host_callable:
         return False
     return mode == "callback" or (jax.default_backend() == "cpu" and not persistent_cache_on())
+
+
+def closes_over_no_tracer(problem: FlatProblem, x0, params: Any) -> bool:
+    """Whether the problem's functions, traced at ``(x0, params)``, use no traced value of
+    an enclosing transform (a model may reach one through a static callable field or a
+    class defined inside the caller's ``jit``/``vmap``): the host calls them after the
+    trace has ended, where such a value is gone."""
+    calls = [(problem.fn, (x0, params))]
+    if problem.step_limit is not None:
+        calls.append((problem.step_limit, (x0, x0, params)))
+    if problem.continuation is not None:
+        calls.append((problem.continuation, (params, jnp.ones((), x0.dtype))))
+    return not any(any(map(is_traced, jax.make_jaxpr(fn)(*args).consts)) for fn, args in calls)
 
 
 def persistent_cache_on() -> bool:

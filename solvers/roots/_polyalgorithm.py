@@ -15,7 +15,8 @@ from ._homotopy import Homotopy
 from ._levenberg_marquardt import LevenbergMarquardt
 from ..linear._abstract import AbstractLinearSolver
 from ._attempts import merge, needs_retry, no_attempt
-from ._host_fallback import sends_fallbacks_to_host, with_host_fallbacks
+from ._host_fallback import (closes_over_no_tracer, sends_fallbacks_to_host,
+                             with_host_fallbacks)
 from ._method import AbstractRootMethod, FlatProblem, check_tolerances
 from ._newton import Newton
 from ._shape import check_shape
@@ -118,7 +119,9 @@ class Default(AbstractRootMethod):
       ~0.9 s instead of ~3.6 s, and untaken stages cost nothing per call. Under ``vmap`` the
       stages stay in the program (one loop runs a batch's fallbacks for the members that
       need them). Needs a problem the host may call (`FlatProblem.host_callable`: the
-      graph entry points); a program with a callback cannot be exported (``jax.export``).
+      graph entry points) whose functions use no traced value of an enclosing transform
+      (checked at trace time: a model that closes over one compiles every stage); a
+      program with a callback cannot be exported (``jax.export``).
     * ``"compiled"``: every stage in the program, the two Newton stages as one
       `NewtonRestarts` loop and all stages as one loop (`run_stages`): self-contained.
     * ``"auto"`` (default): ``"callback"`` on CPU, ``"compiled"`` on other platforms (where
@@ -182,7 +185,8 @@ class Default(AbstractRootMethod):
         vectors = x0.ndim == 1 and len(out.shape) == 1
         stages = self.plan(*((out.shape[0], x0.shape[0]) if vectors else (None, None)))
         compiled = functools.partial(run_stages, NewtonRestarts.of(stages), problem)
-        if len(stages) > 1 and sends_fallbacks_to_host(self.traced_fallbacks, problem):
+        if (len(stages) > 1 and sends_fallbacks_to_host(self.traced_fallbacks, problem)
+                and closes_over_no_tracer(problem, x0, params)):
             return with_host_fallbacks(stages, problem, compiled, x0, params, active)
         return compiled(x0, params, active)
 

@@ -254,3 +254,26 @@ def test_a_start_of_another_float_type_is_refused_with_the_fix():
         solvers.solve_batch(system, {"Equation.constant": np.ones((2, 3))},
                             x0=np.stack([x32, x32]))
     assert bool(solvers.solve(system).converged)
+
+
+def test_a_residual_promoted_past_the_unknowns_type_is_refused_with_the_fix():
+    """float32 unknowns with float64 parameters: the residual computes in float64 while
+    Newton iterates in float32; refused at the build (not a carry-type error deep in the
+    solver's loop), naming the unknowns and the fix, eagerly and under jit."""
+    import solvers
+
+    class Cubic(sg.ReffableTreeNode):
+        c: jax.Array
+        x: jax.Array = sg.unknown(default=0.0)
+
+        def residual(self):
+            return self.x ** 3 - 2 * self.x + self.c
+
+    mixed = Cubic(np.float64(-1.0), np.float32(0.0))
+    with pytest.raises(sg.GraphError, match=r"float64 but the unknowns \(Cubic.x\) are float32"):
+        System.build(mixed)
+    with pytest.raises(sg.GraphError, match="parameters as float32"):
+        jax.jit(lambda g: solvers.solve(g).x)(mixed)
+    one_type = Cubic(np.float32(-1.0), np.float32(0.0))
+    assert System.build(one_type).x0.dtype == np.float32
+    assert bool(solvers.solve(one_type).converged)

@@ -20,7 +20,7 @@ import simgraph as sg
 
 from . import _analyse, _equations, _grouped, _kind_count, _kinds, _objectwise, _pattern
 from ._element_jacobian import ElementJacobian
-from ._model_errors import LoweringError, SingularComponentError
+from ._model_errors import LoweringError, ModelError, SingularComponentError
 from ..linear._sparsity import SparsityPattern
 from ._system_paths import NodeList, Paths
 
@@ -252,8 +252,26 @@ def _plan(st, leaves: list, evaluation: str) -> tuple:
     structure = _STRUCTURES.get(key)
     if structure is None:
         evaluator, mode = _evaluator(an, evaluation)
+        _check_residual_dtype(an, evaluator.eq)
         structure = _Structure(an, evaluator, mode, key)
     return structure, positions
+
+
+def _check_residual_dtype(an, eq) -> None:
+    """The residual must compute in the unknowns' float type: Newton's iterates keep the
+    type of x, and a residual promoted past it (float32 unknowns, float64 parameters) would
+    otherwise fail deep inside the solver's loop."""
+    x_dtype, f_dtype = np.dtype(an.x_dtype), np.dtype(eq.dtype)
+    if f_dtype == x_dtype or not (np.issubdtype(x_dtype, np.floating)
+                                  and np.issubdtype(f_dtype, np.inexact)):
+        return
+    unknowns = [f"{kind.cls.__name__}.{col.label}" for kind in an.kinds for col in kind.columns
+                if col.unknown]
+    raise ModelError(
+        f"the residual computes in {f_dtype} but the unknowns ({', '.join(unknowns[:4])}"
+        f"{', ...' if len(unknowns) > 4 else ''}) are {x_dtype}: Newton's iterates keep the "
+        f"unknowns' type. Give the unknowns and the parameters one float type: the unknowns' "
+        f"start values as {f_dtype}, or the parameters as {x_dtype}.")
 
 
 def _keep(cache: OrderedDict, key, value) -> None:

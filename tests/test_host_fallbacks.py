@@ -157,11 +157,19 @@ def test_traced_fallbacks_is_checked():
         solvers.Default(traced_fallbacks="host")
 
 
-def test_a_transient_operating_point_with_host_fallbacks():
+def test_a_transient_operating_point_with_host_fallbacks(monkeypatch):
     from test_transient import CFG, T, rc
 
+    taken, original = [], _host_fallback.with_host_fallbacks
+
+    def spy(*args):
+        taken.append(args[1])
+        return original(*args)
+
+    monkeypatch.setattr(_polyalgorithm, "with_host_fallbacks", spy)
     runs = {mode: solvers.simulate(rc(), T, integrator=CFG, dc_solver=solvers.Default(
         atol=1e-12, traced_fallbacks=mode)) for mode in ("callback", "compiled")}
+    assert len(taken) == 1 and taken[0].host_callable  # the operating point: a pure problem
     np.testing.assert_array_equal(np.asarray(runs["callback"].x), np.asarray(runs["compiled"].x))
     assert int(runs["callback"].result) == int(solvers.TRANSIENT_RESULTS.successful)
 

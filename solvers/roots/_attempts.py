@@ -34,6 +34,11 @@ def merge(old: FlatSolution, new: FlatSolution, tried: jax.Array) -> FlatSolutio
         relative_step=pick(old.relative_step, new.relative_step))
 
 
+#: `merge` of one member's concrete attempts, compiled once for the host's staging and for
+#: the fallbacks a traced program calls back for.
+merge_on_host = jax.jit(merge)
+
+
 def no_attempt(x0) -> FlatSolution:
     """The attempt before any: x0, no evaluations, an infinite residual (any attempt that
     converges or has a finite residual is `_better`)."""

@@ -27,7 +27,7 @@ import numpy as np
 from jax import lax
 
 from .._concrete import is_traced
-from ._attempts import merge, needs_retry
+from ._attempts import merge_on_host, needs_retry
 from ._method import FlatProblem
 from ._solution import FlatSolution
 
@@ -94,16 +94,12 @@ def _later_stages(stages: tuple, problem: FlatProblem, x0, params: Any, active,
     keeping its better attempt, as ``run_stages`` does in a program."""
     best = first
     for stage in stages:
-        members = np.asarray(active) & np.asarray(needs_retry(best))
-        if members:
-            tried = jnp.asarray(members)
-            best = _merge(best, _run_stage(problem, stage, x0, params, tried), tried)
+        if np.asarray(active) & np.asarray(needs_retry(best)):
+            best = merge_on_host(best, _run_stage(problem, stage, x0, params), np.True_)
     return jax.tree_util.tree_map(np.asarray, best)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
-def _run_stage(problem: FlatProblem, stage, x0, params: Any, active) -> FlatSolution:
-    return stage.run(problem, x0, params, active)
+def _run_stage(problem: FlatProblem, stage, x0, params: Any) -> FlatSolution:
+    return stage.solve(problem, x0, params)
 
-
-_merge = jax.jit(merge)

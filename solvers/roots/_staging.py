@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._attempts import fall_back, merge, needs_retry
+from ._attempts import fall_back, merge, merge_on_host, needs_retry
 from ._polyalgorithm import Default
 from ._solution import FlatSolution
 
@@ -32,7 +32,6 @@ BUCKET = 1024
 
 Attempt = Callable[[Any, Optional[np.ndarray]], FlatSolution]
 
-_merge_one = jax.jit(merge)
 _merge_rows = jax.jit(jax.vmap(merge))
 
 
@@ -86,7 +85,7 @@ def _retry(stage, sol: FlatSolution, attempt: Attempt) -> FlatSolution:
     """``stage`` for the members that need it (none: nothing runs, nothing compiles)."""
     retry = needs_fallback(sol)
     if retry.ndim == 0:
-        return _merge_one(sol, attempt(stage, None), jnp.asarray(True)) if retry else sol
+        return merge_on_host(sol, attempt(stage, None), jnp.asarray(True)) if retry else sol
     if not retry.any():
         return sol
     return _retry_in_buckets(sol, retry, stage, attempt)

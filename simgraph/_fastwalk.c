@@ -13,12 +13,21 @@
  * ref_ids(seq, base, index, nodes) -> ids if every item of the list/tuple `seq` is a node
  *   (assigning new ids as above), else None with nothing modified.
  *
+ * str_dict_ids(d, base, index, nodes) -> (sorted keys, ids) when every key of the dict `d` is a
+ *   str and every value a node (ids assigned in sorted-key order, as above); None when a key
+ *   is not a str, False when a value is not a node (nothing modified).
+ *
  * read_group(objs, names, any_kinds, leaf_types, array_type, base, index, nodes, children)
  *   -> one result per field of a group of nodes, read in one row-major pass over the instance
  *   dicts (each value's header is touched once, while it is in cache). Fields are emitted in
  *   order while their column is uniform: -1 (leaves appended to children) or ids (as
  *   classify). From the first column that is not uniform on, a field's result is the list of
  *   its values, which the caller handles per member, in order.
+ *
+ * unflatten(aux, children, count, swap_refs) -> the root of a new graph of `count` nodes: one
+ *   object.__new__(class) per id, fields written into its instance dict in the order of
+ *   _tables.unflatten (dynamic fields, then static ones); `swap_refs(child, nodes)` rebuilds
+ *   a child container holding NodeRef placeholders.
  *
  * Ids come in the canonical form of _walk.id_sequence: range(a, b) when there are at least two
  * and they run consecutively upwards, else a tuple of ints.
@@ -173,6 +182,59 @@ ref_ids(PyObject *self, PyObject *args)
     else
         result = node_ids(items, n, index, nodes);
     Py_DECREF(fast);
+    return result;
+}
+
+
+/* str_dict_ids(d, base, index, nodes) -> (sorted keys, ids) for a dict whose keys are all
+ * str (JAX orders a dict's leaves by sorted keys) and whose values are all nodes; None if a
+ * key is not a str, False if a value is not a node (nothing modified in both cases). */
+static PyObject *
+str_dict_ids(PyObject *self, PyObject *args)
+{
+    PyObject *d, *base, *index, *nodes;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyDict_Type, &d, &PyType_Type, &base, &PyDict_Type,
+                          &index, &PyList_Type, &nodes))
+        return NULL;
+    PyObject *keys = PyDict_Keys(d);
+    if (keys == NULL)
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(keys);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyUnicode_CheckExact(PyList_GET_ITEM(keys, i))) {
+            Py_DECREF(keys);
+            Py_RETURN_NONE;
+        }
+    }
+    PyObject *values = NULL, *result = NULL;
+    if (PyList_Sort(keys) < 0 || (values = PyList_New(n)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyDict_GetItemWithError(d, PyList_GET_ITEM(keys, i));
+        if (v == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "dict changed size during the walk");
+            goto done;
+        }
+        PyList_SET_ITEM(values, i, Py_NewRef(v));
+    }
+    PyObject **items = ((PyListObject *)values)->ob_item;
+    int uniform = all_nodes(items, n, base);
+    if (uniform < 0)
+        goto done;
+    if (uniform == 0) {
+        result = Py_NewRef(Py_False);
+        goto done;
+    }
+    PyObject *ids = node_ids(items, n, index, nodes);
+    PyObject *key_tuple = ids != NULL ? PyList_AsTuple(keys) : NULL;
+    if (key_tuple != NULL)
+        result = PyTuple_Pack(2, key_tuple, ids);
+    Py_XDECREF(key_tuple);
+    Py_XDECREF(ids);
+done:
+    Py_DECREF(keys);
+    Py_XDECREF(values);
     return result;
 }
 
@@ -341,10 +403,253 @@ fail:
     return NULL;
 }
 
+
+/* ---- unflatten: rebuild a graph from its aux data and children (see _tables.unflatten) ---- */
+
+/* Item i of a sequence of ids or members (a range or a tuple of ints); -1 with an exception. */
+static Py_ssize_t
+id_at(PyObject *ids, Py_ssize_t i)
+{
+    PyObject *k = PyTuple_CheckExact(ids) ? Py_NewRef(PyTuple_GET_ITEM(ids, i))
+                                           : PySequence_GetItem(ids, i);
+    if (k == NULL)
+        return -1;
+    Py_ssize_t v = PyLong_AsSsize_t(k);
+    Py_DECREF(k);
+    return v;
+}
+
+/* nodes[k] (borrowed), or NULL with an exception when k is out of range or not made yet. */
+static PyObject *
+node_at(PyObject *nodes, Py_ssize_t k)
+{
+    PyObject *node = (k >= 0 && k < PyList_GET_SIZE(nodes)) ? PyList_GET_ITEM(nodes, k) : NULL;
+    if (node == NULL && !PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "node id %zd is not in this structure", k);
+    return node;
+}
+
+/* nodes[ids[0]], nodes[ids[1]], ... as a new list. */
+static PyObject *
+nodes_at(PyObject *ids, PyObject *nodes)
+{
+    Py_ssize_t n = PyObject_Length(ids);
+    if (n < 0)
+        return NULL;
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *node = node_at(nodes, id_at(ids, i));
+        if (node == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, Py_NewRef(node));
+    }
+    return out;
+}
+
+/* A container of references, ``(kind, ids)``: a list, a tuple, or kind.unflatten(nodes). */
+static PyObject *
+rebuild_container(PyObject *spec, PyObject *nodes)
+{
+    PyObject *kind = PyTuple_GET_ITEM(spec, 0);
+    PyObject *values = nodes_at(PyTuple_GET_ITEM(spec, 1), nodes);
+    if (values == NULL || kind == (PyObject *)&PyList_Type)
+        return values;
+    PyObject *out = kind == (PyObject *)&PyTuple_Type
+                        ? PyList_AsTuple(values)
+                        : PyObject_CallMethod(kind, "unflatten", "O", values);
+    Py_DECREF(values);
+    return out;
+}
+
+/* The value of one member's spec in a mixed column (see _tables._mixed_values). */
+static PyObject *
+mixed_value(PyObject *spec, PyObject **children, Py_ssize_t n_children, Py_ssize_t *pos,
+            PyObject *nodes, PyObject *swap_refs)
+{
+    if (!PyLong_CheckExact(spec))
+        return rebuild_container(spec, nodes);
+    Py_ssize_t k = PyLong_AsSsize_t(spec);
+    if (k >= 0) {
+        PyObject *node = node_at(nodes, k);
+        return node == NULL ? NULL : Py_NewRef(node);
+    }
+    if (*pos >= n_children) {
+        PyErr_SetString(PyExc_ValueError, "too few children for this structure");
+        return NULL;
+    }
+    PyObject *child = children[(*pos)++];
+    if (k == -1)
+        return Py_NewRef(child);
+    return PyObject_CallFunctionObjArgs(swap_refs, child, nodes, NULL);
+}
+
+/* Column j's value for every member into vals[j * n + i] (new references). */
+static int
+read_column(PyObject *spec, Py_ssize_t n, PyObject **vals, PyObject *nodes, PyObject **children,
+            Py_ssize_t n_children, Py_ssize_t *pos, PyObject *swap_refs)
+{
+    if (PyLong_CheckExact(spec)) {  /* CHILD: one child per member, in order */
+        if (*pos + n > n_children) {
+            PyErr_SetString(PyExc_ValueError, "too few children for this structure");
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            vals[i] = Py_NewRef(children[(*pos)++]);
+        return 0;
+    }
+    if (PyUnicode_Check(PyTuple_GET_ITEM(spec, 0))) {  /* ("mixed", one spec per member) */
+        PyObject *per = PyTuple_GET_ITEM(spec, 1);
+        if (!PyTuple_CheckExact(per) || PyTuple_GET_SIZE(per) != n) {
+            PyErr_SetString(PyExc_ValueError, "aux data: a mixed column's length is not the group's");
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            if ((vals[i] = mixed_value(PyTuple_GET_ITEM(per, i), children, n_children, pos, nodes,
+                                       swap_refs)) == NULL)
+                return -1;
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {  /* node ids, one per member */
+        PyObject *node = node_at(nodes, id_at(spec, i));
+        if (node == NULL)
+            return -1;
+        vals[i] = Py_NewRef(node);
+    }
+    return 0;
+}
+
+/* Fill the fields of one group's members: values read column by column (children are in
+ * that order), then written member by member into each instance dict (dynamic fields, then
+ * static ones, the order of _tables.unflatten). */
+static int
+fill_group(PyObject *group, PyObject *nodes, PyObject **children, Py_ssize_t n_children,
+           Py_ssize_t *pos, PyObject *swap_refs)
+{
+    PyObject *cls = PyTuple_GET_ITEM(group, 0), *members = PyTuple_GET_ITEM(group, 1);
+    PyObject *statics = PyTuple_GET_ITEM(group, 2), *specs = PyTuple_GET_ITEM(group, 3);
+    PyObject *layout = PyObject_GetAttrString(cls, "__sg_layout__");
+    if (layout == NULL)
+        return -1;
+    PyObject *dynamic = PyObject_GetAttrString(layout, "dynamic");
+    PyObject *static_names = PyObject_GetAttrString(layout, "static");
+    Py_DECREF(layout);
+    int status = -1;
+    Py_ssize_t n = PyObject_Length(members), f = 0, fd = 0;
+    PyObject **objs = NULL, **vals = NULL;
+    if (dynamic == NULL || static_names == NULL || n < 0)
+        goto done;
+    fd = PyTuple_GET_SIZE(dynamic);
+    f = fd + PyTuple_GET_SIZE(static_names);
+    if (PyTuple_GET_SIZE(specs) != fd || PyTuple_GET_SIZE(statics) != f - fd) {
+        PyErr_SetString(PyExc_ValueError, "aux data does not match the class's fields");
+        goto done;
+    }
+    objs = PyMem_Calloc(n + 1, sizeof(PyObject *));
+    vals = PyMem_Calloc(n * f + 1, sizeof(PyObject *));
+    if (objs == NULL || vals == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((objs[i] = node_at(nodes, id_at(members, i))) == NULL)
+            goto done;
+    for (Py_ssize_t j = 0; j < fd; j++)
+        if (read_column(PyTuple_GET_ITEM(specs, j), n, vals + j * n, nodes, children, n_children,
+                        pos, swap_refs) < 0)
+            goto done;
+    for (Py_ssize_t j = fd; j < f; j++) {
+        PyObject *column = PyTuple_GET_ITEM(statics, j - fd);
+        if (!PyTuple_CheckExact(column) || PyTuple_GET_SIZE(column) != n) {
+            PyErr_SetString(PyExc_ValueError, "aux data: a static column's length is not the group's");
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            vals[j * n + i] = Py_NewRef(PyTuple_GET_ITEM(column, i));
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PyObject_GenericGetDict(objs[i], NULL);
+        if (d == NULL)
+            goto done;
+        for (Py_ssize_t j = 0; j < f; j++) {
+            PyObject *name = j < fd ? PyTuple_GET_ITEM(dynamic, j)
+                                    : PyTuple_GET_ITEM(static_names, j - fd);
+            if (PyDict_SetItem(d, name, vals[j * n + i]) < 0) {
+                Py_DECREF(d);
+                goto done;
+            }
+        }
+        Py_DECREF(d);
+    }
+    status = 0;
+done:
+    if (vals != NULL)
+        for (Py_ssize_t k = 0; k < n * f; k++)
+            Py_XDECREF(vals[k]);
+    Py_XDECREF(dynamic);
+    Py_XDECREF(static_names);
+    PyMem_Free(objs);
+    PyMem_Free(vals);
+    return status;
+}
+
+/* unflatten(aux, children, count, swap_refs) -> the root of a new graph (see module doc). */
+static PyObject *
+unflatten(PyObject *self, PyObject *args)
+{
+    PyObject *aux, *children, *swap_refs;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "O!OnO", &PyTuple_Type, &aux, &children, &count, &swap_refs))
+        return NULL;
+    PyObject *fast = PySequence_Fast(children, "children must be a sequence");
+    PyObject *nodes = fast != NULL ? PyList_New(count) : NULL;
+    PyObject *empty = PyTuple_New(0);
+    PyObject *root = NULL;
+    if (nodes == NULL || empty == NULL)
+        goto done;
+    for (Py_ssize_t g = 0; g < PyTuple_GET_SIZE(aux); g++) {
+        PyObject *group = PyTuple_GET_ITEM(aux, g);
+        PyTypeObject *cls = (PyTypeObject *)PyTuple_GET_ITEM(group, 0);
+        PyObject *members = PyTuple_GET_ITEM(group, 1);
+        Py_ssize_t n = PyObject_Length(members);
+        if (n < 0)
+            goto done;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t k = id_at(members, i);
+            if (k < 0 || k >= count) {
+                if (!PyErr_Occurred())
+                    PyErr_Format(PyExc_ValueError, "node id %zd is not in this structure", k);
+                goto done;
+            }
+            PyObject *obj = PyBaseObject_Type.tp_new(cls, empty, NULL);  /* object.__new__(cls) */
+            if (obj == NULL)
+                goto done;
+            Py_XSETREF(((PyListObject *)nodes)->ob_item[k], obj);
+        }
+    }
+    Py_ssize_t pos = 0, n_children = PySequence_Fast_GET_SIZE(fast);
+    PyObject **items = PySequence_Fast_ITEMS(fast);
+    for (Py_ssize_t g = 0; g < PyTuple_GET_SIZE(aux); g++)
+        if (fill_group(PyTuple_GET_ITEM(aux, g), nodes, items, n_children, &pos, swap_refs) < 0)
+            goto done;
+    root = node_at(nodes, 0);
+    Py_XINCREF(root);
+done:
+    Py_XDECREF(fast);
+    Py_XDECREF(nodes);
+    Py_XDECREF(empty);
+    return root;
+}
+
 static PyMethodDef methods[] = {
     {"classify", classify, METH_VARARGS, "Spec of a uniform column (children or ids), or None."},
     {"ref_ids", ref_ids, METH_VARARGS, "Ids of a list or tuple of nodes, or None."},
     {"read_group", read_group, METH_VARARGS, "Every field of a group of nodes, emitted in one pass."},
+    {"str_dict_ids", str_dict_ids, METH_VARARGS, "Sorted keys and node ids of a dict of nodes."},
+    {"unflatten", unflatten, METH_VARARGS, "Rebuild a graph from its aux data and children."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -263,10 +263,13 @@ def _container(value, index, nodes, children, base):
         spec = _node_sequence(value, index, nodes, base)
         if spec is not None:
             return spec
-    elif type(value) is dict and value:
-        spec = _node_dict(value, index, nodes, base)
+    elif type(value) is dict:
+        spec = _node_dict(value, index, nodes, base) if value else None
         if spec is not None:
             return spec
+        if not value:  # what flattening it would find: no leaves, so a child
+            children.append(value)
+            return CHILD
     leaves, treedef = jax.tree_util.tree_flatten(value, is_leaf=lambda x: isinstance(x, base))
     if not any(isinstance(leaf, base) for leaf in leaves):
         children.append(value)
@@ -294,7 +297,11 @@ def _node_dict(d: dict, index, nodes, base):
     Python's own sort, and the dict's treedef depends only on the keys, so it is made once
     per set of keys (`_str_dict_treedef`); other keys are ordered by flattening the
     positions."""
-    if set(map(type, d)) == {str}:
+    if _fastwalk is not None:
+        found = _fastwalk.str_dict_ids(d, base, index, nodes)  # None: a key is not a str
+        if found is not None:
+            return None if found is False else (_str_dict_treedef(found[0]), found[1])
+    if _fastwalk is None and set(map(type, d)) == {str}:
         keys = sorted(d)
         treedef = _str_dict_treedef(tuple(keys))
         ordered = list(map(d.__getitem__, keys))

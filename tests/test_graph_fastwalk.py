@@ -173,3 +173,65 @@ def test_string_keyed_dicts_order_their_nodes_as_jax_does(st_keys):
     back = jax.tree_util.tree_unflatten(*reversed(jax.tree_util.tree_flatten(root)))
     assert sorted(back.parts) == sorted(leaves)
     assert [float(back.parts[k].value) for k in st_keys] == [float(i) for i in range(len(st_keys))]
+
+
+def unflatten_both(root, monkeypatch):
+    leaves, treedef = jax.tree_util.tree_flatten(root)
+    fast = jax.tree_util.tree_unflatten(treedef, leaves)
+    with monkeypatch.context() as m:
+        m.setattr(_walk, "_fastwalk", None)
+        slow = jax.tree_util.tree_unflatten(treedef, leaves)
+    return fast, slow
+
+
+def assert_same_graph(fast, slow, monkeypatch):
+    """Equal structure, the same leaf objects, fields in the same order, node for node."""
+    (cf, af, nf), (cs, as_, ns) = flatten_both(fast, monkeypatch)[1], flatten_both(slow, monkeypatch)[1]
+    assert af == as_ and len(nf) == len(ns)
+    assert len(cf) == len(cs) and all(map(same_child, cf, cs))
+    assert [list(vars(x)) for x in nf] == [list(vars(y)) for y in ns]
+    assert not set(map(id, nf)) & set(map(id, ns))  # two new graphs
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(graphs(max_nodes=14))
+def test_random_graphs_unflatten_identically(monkeypatch, g):
+    fast, slow = unflatten_both(g, monkeypatch)
+    assert_same_graph(fast, slow, monkeypatch)
+    assert_same(*flatten_both(fast, monkeypatch))
+
+
+class Keyed(sg.ReffableTreeNode):
+    by_name: dict
+    by_number: dict
+    empty: dict
+    data: dict
+    label: str = sg.static(default="k")
+
+
+class _Key(str):
+    """A str subclass: not a plain string key, so ordered the general way."""
+
+
+def test_dicts_of_nodes_flatten_and_unflatten_identically(monkeypatch):
+    shared = Leafy(jnp.ones(2))
+    names = {"b": Leafy(1.0), "a": shared, "c10": Leafy(2.0), "c9": shared}
+    for by_number in ({3: Leafy(3.0), 1: shared}, {_Key("z"): shared, _Key("y"): Leafy(4.0)}):
+        root = Keyed(names, by_number, {}, {"x": shared, "w": 5.0}, label="k2")
+        fast, slow = flatten_both(root, monkeypatch)
+        assert_same(fast, slow)
+        assert_same_graph(*unflatten_both(root, monkeypatch), monkeypatch)
+        again = jax.tree_util.tree_map(lambda x: x, root)
+        assert again.by_name["a"] is again.by_name["c9"] is again.data["x"]
+        assert list(again.by_name) == sorted(names) and again.label == "k2"
+
+
+def test_malformed_aux_is_an_error_not_a_crash():
+    leaves, treedef = jax.tree_util.tree_flatten(Root([Leafy(1.0), Leafy(2.0)]))
+    aux = treedef.node_data()[1]
+    bad_ids = tuple((cls, (7,) if i else members, statics, specs)
+                    for i, (cls, members, statics, specs) in enumerate(aux))
+    with pytest.raises(ValueError, match="not in this structure"):
+        _walk._fastwalk.unflatten(bad_ids, leaves, 3, None)
+    with pytest.raises(ValueError, match="too few children"):
+        _walk._fastwalk.unflatten(aux, leaves[:1], 3, None)

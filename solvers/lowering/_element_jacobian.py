@@ -116,7 +116,9 @@ class ElementJacobian:
         self.positions = index(np.concatenate(positions) if positions else np.zeros(0, np.int64))
         self.width = max((t.width for t in self.terms), default=0)
 
-    def linearize(self, x, params):
+    def contributions(self, x, params):
+        """``(F, every element's dF/dx entries)``, the entries in the order of ``positions``
+        (several may add into one nonzero)."""
         ev = self.evaluator
         stores, dtype = Stores(ev.an, x, params), ev.eq.dtype
         outputs, derivs = [], []
@@ -124,9 +126,12 @@ class ElementJacobian:
             outs, ds = t.evaluate(ev.fns[id(t.group)], stores, dtype)
             outputs.append((t.group, outs))
             derivs.extend(ds)
-        f = ev.assemble(outputs)
         flat = jnp.concatenate(derivs) if derivs else jnp.zeros(0, dtype)
-        values = jnp.zeros(self.nnz, dtype).at[self.positions].add(flat, mode="promise_in_bounds")
+        return ev.assemble(outputs), flat
+
+    def linearize(self, x, params):
+        f, flat = self.contributions(x, params)
+        values = jnp.zeros(self.nnz, flat.dtype).at[self.positions].add(flat, mode="promise_in_bounds")
         return f, values
 
 

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._element_jacobian import worthwhile
+from ._grouped import index
 from ._system import System
 
 
@@ -57,12 +58,15 @@ class Residual:
         element = self.structure.element_jacobian(pattern)
         if not worthwhile(element, n_jvps):
             return None
-        rows, cols = np.asarray(pattern.rows), np.asarray(pattern.cols)
+        # each element entry straight into its matrix position (duplicates add up there):
+        # one scatter into one zero matrix per evaluation
+        rows = index(np.asarray(pattern.rows)[element.positions])
+        cols = index(np.asarray(pattern.cols)[element.positions])
 
         def linearize(x, params):
-            f, values = element.linearize(x, self.params(params))
-            return f, jnp.zeros(pattern.shape, values.dtype).at[rows, cols].set(
-                values, unique_indices=True)
+            f, flat = element.contributions(x, self.params(params))
+            return f, jnp.zeros(pattern.shape, flat.dtype).at[rows, cols].add(
+                flat, mode="promise_in_bounds")
 
         return linearize
 

@@ -183,11 +183,11 @@ def test_device_leaves_give_the_host_leaves_x0_and_params(platform, monkeypatch)
     # x0 and params gathered from device arrays (read on the host on CPU; on an accelerator
     # one compiled scatter and stack) equal the ones gathered from numbers on the host,
     # including unknowns that do not start at 0.
-    from solvers.lowering import _kinds
+    from solvers.lowering import _gather
     if platform == "accelerator":
-        monkeypatch.setattr(_kinds, "readable_on_host", lambda values: False)
-    stacked, stack = [], _kinds._stack_on_device
-    monkeypatch.setattr(_kinds, "_stack_on_device",
+        monkeypatch.setattr(_gather, "readable_on_host", lambda values: False)
+    stacked, stack = [], _gather._stack_on_device
+    monkeypatch.setattr(_gather, "_stack_on_device",
                         lambda *args: stacked.append(1) or stack(*args))
     graph = diode_ladder(5)
     for k, node in enumerate(sg.nodes(graph)):
@@ -214,3 +214,35 @@ def test_node_objects_locate_as_their_key_paths_and_only_in_their_own_graph():
             twin_system.locate(node)
     resistor = system.locate(graph.elements[3])  # no unknowns of its own
     assert resistor.start == resistor.stop == system.locate(".elements[3]").start
+
+
+@pytest.mark.parametrize("leaves", ["floats", "ints", "mixed types", "arrays"])
+def test_number_leaves_gather_as_every_other_leaf_does(leaves, monkeypatch):
+    # Graphs of Python numbers take the precomputed ScalarLayout (one numpy array, one index
+    # per column); anything else the general path: both give the same x0 and params,
+    # including unknowns that do not start at 0 and int leaves promoted to float unknowns.
+    from solvers.lowering import _gather
+    make = {"floats": float, "ints": int, "arrays": jnp.asarray,
+            "mixed types": lambda v: np.float64(v) if v == 2 else float(v)}[leaves]
+    graph = Chain([Cell(make(c), scale=make(s), x=make(x)) for c, s, x in [(1, 2, 3), (4, 5, 6)]])
+    general = {}
+    with monkeypatch.context() as m:
+        m.setattr(_gather, "ScalarLayout", type("Off", (), {"of": staticmethod(lambda *a: None)}))
+        _empty(m)
+        general = solvers.System.build(graph)
+    _empty(monkeypatch)
+    calls = []
+    real = _gather.ScalarLayout.gather
+    monkeypatch.setattr(_gather.ScalarLayout, "gather",
+                        lambda self, lv: calls.append(real(self, lv)) or calls[-1])
+    for _ in range(2):  # the second build is a cache hit
+        system = solvers.System.build(graph)
+        assert system.x0.dtype == general.x0.dtype == jnp.float64
+        np.testing.assert_array_equal(system.x0, general.x0)
+        assert jax.tree_util.tree_structure(system.params) == jax.tree_util.tree_structure(general.params)
+        for got, want in zip(jax.tree_util.tree_leaves(system.params), jax.tree_util.tree_leaves(general.params)):
+            assert np.asarray(got).dtype == np.asarray(want).dtype
+            np.testing.assert_array_equal(got, want)
+    assert np.asarray(system.x0).tolist() == [3.0, 6.0]
+    # numbers of one type are gathered by the layout; other leaves fall back to the general path
+    assert len(calls) == 2 and all((c is not None) == (leaves in ("floats", "ints")) for c in calls)

@@ -4,7 +4,7 @@ A *kind* is a set of nodes with the same class, static values and field structur
 fields hold references, containers of which shape, leaves of which shapes and dtypes). The
 data leaves of a kind become *columns*: one stacked array per leaf position (parameters) or
 one index array into ``x`` (unknowns). References become a per-kind table of node ids.
-Concrete leaves are stacked with numpy on the host; traced leaves with ``jnp.stack``.
+Gathering a graph's values into this layout is `_gather`.
 """
 
 from __future__ import annotations
@@ -14,12 +14,10 @@ import functools
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import simgraph as sg
 
-from .._concrete import is_traced
 from ._model_errors import ModelError
 
 _REF = ("ref",)
@@ -199,110 +197,6 @@ def _layout_x(kinds, kind_of, pos_of) -> Analysis:
                 kind.xidx[j] = start + np.arange(col.size, dtype=np.int64)[None, :]
                 offset += col.size
     return Analysis(kinds, kind_of, pos_of, x_start, x_size, int(x_size.sum()), x_dtype)
-
-
-def gather(an: Analysis, positions: list, leaves: list):
-    """``(x0, params)`` from a graph's flat leaves (``jax.tree_util.tree_leaves`` order) into the
-    stacked per-kind layout of ``an``; None if a leaf's shape or dtype differs from the layout
-    (the graph then needs a new analysis). Numbers, numpy leaves and concrete CPU arrays are
-    stacked on the host into numpy params, other jax arrays on the device (one compiled
-    gather per layout: no accelerator leaf leaves the device)."""
-    columns = _uniform_columns(an, positions, leaves)
-    if columns is None:
-        columns = _columns(an, positions, leaves)
-        if columns is None:
-            return None
-    x_pieces, params = [], {}
-    for ki, kind in enumerate(an.kinds):
-        cols = params[kind.label] = {}
-        for j, col in enumerate(kind.columns):
-            if col.unknown:
-                x_pieces.append((kind.xidx[j], columns[ki, j]))
-            else:  # host values stay numpy: a jitted solve takes them with its own transfer
-                cols[col.label] = columns[ki, j]
-    return _assemble_x(an, x_pieces), params
-
-
-def _uniform_columns(an: Analysis, positions: list, leaves: list) -> dict | None:
-    """The columns when every leaf is a number of one type and every column is of its
-    dtype (the common case: one host array of all leaves, indexed per column); else None."""
-    types = set(map(type, leaves))
-    key = _python_keys(jax.config.jax_enable_x64).get(types.pop()) if len(types) == 1 else None
-    if key is None or any((c.shape, c.dtype) != key for kind in an.kinds for c in kind.columns):
-        return None
-    flat = np.asarray(leaves, dtype=key[1])
-    return {(ki, j): flat[pos[:, j]] for ki, (kind, pos) in enumerate(zip(an.kinds, positions))
-            for j in range(len(kind.columns))}
-
-
-def _columns(an: Analysis, positions: list, leaves: list) -> dict | None:
-    """The columns, each checked against the layout; None at the first mismatch."""
-    keys, host, device = _Keys(), {}, {}
-    for ki, (kind, pos) in enumerate(zip(an.kinds, positions)):
-        for j, col in enumerate(kind.columns):
-            values = list(map(leaves.__getitem__, pos[:, j].tolist()))
-            if not _matches(values, col, keys):
-                return None
-            if any(isinstance(v, jax.Array) for v in values):
-                if not readable_on_host(values):
-                    device[ki, j] = values
-                    continue
-                values = [np.asarray(v) for v in values]
-            host[ki, j] = np.asarray(values, dtype=col.dtype).reshape((kind.count,) + col.shape)
-    if device:
-        dtypes = tuple(an.kinds[ki].columns[j].dtype for ki, j in device)
-        host.update(zip(device, _stack_on_device(tuple(device.values()), dtypes)))
-    return host
-
-
-def readable_on_host(values: list) -> bool:
-    """Whether every array among ``values`` is a concrete CPU array: reading one costs
-    less than a microsecond, a compiled stacking call on the device ~15 us. Elsewhere
-    (an accelerator, a tracer) the values are stacked on the device."""
-    return all(not isinstance(v, jax.Array)
-               or (not is_traced(v) and next(iter(v.devices())).platform == "cpu")
-               for v in values)
-
-
-def _matches(values: list, col: Column, keys: _Keys) -> bool:
-    """Whether every value has the column's shape and (canonical) dtype."""
-    expect = (col.shape, col.dtype)
-    types = set(map(type, values))
-    if all(t in keys.py for t in types):
-        return all(keys.py[t] == expect for t in types)
-    try:
-        return all(keys.leaf(v, (object, col.field)) == expect for v in values)
-    except sg.GraphTypeError:
-        return False
-
-
-@functools.partial(jax.jit, static_argnums=1)
-def _stack_on_device(columns: tuple, dtypes: tuple) -> list:
-    return [jnp.stack([jnp.asarray(v, dtype) for v in values]) for values, dtype in zip(columns, dtypes)]
-
-
-#: a host array onto the device through a compiled identity: less than half of what
-#: ``jnp.asarray``'s dispatch costs (x0 of a small graph, on every build)
-_to_device = jax.jit(lambda host: host)
-
-
-def _assemble_x(analysis: Analysis, pieces: list):
-    if not any(isinstance(v, jax.Array) for _, v in pieces):
-        x0 = np.zeros(analysis.n, dtype=analysis.x_dtype)
-        for idx, values in pieces:
-            x0[idx] = np.asarray(values).reshape(idx.shape)
-        return _to_device(x0)
-    indices, values = zip(*pieces)
-    return _scatter_x(values, indices, analysis.n, np.dtype(analysis.x_dtype))
-
-
-@functools.partial(jax.jit, static_argnums=(2, 3))
-def _scatter_x(values: tuple, indices: tuple, n: int, dtype) -> jax.Array:
-    """x0 from device columns in one compiled call (eager ``.at[].set``s cost ~0.3 ms each)."""
-    x0 = jnp.zeros(n, dtype)
-    for idx, column in zip(indices, values):
-        x0 = x0.at[idx].set(jnp.reshape(column, idx.shape).astype(dtype))
-    return x0
 
 
 def abstract_params(an: Analysis) -> dict:

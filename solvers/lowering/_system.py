@@ -18,7 +18,8 @@ import numpy as np
 
 import simgraph as sg
 
-from . import _analyse, _equations, _grouped, _kind_count, _kinds, _objectwise, _pattern
+from . import (_analyse, _equations, _gather, _grouped, _kind_count, _kinds, _objectwise,
+               _pattern)
 from ._element_jacobian import ElementJacobian
 from ._model_errors import LoweringError, ModelError, SingularComponentError
 from ..linear._sparsity import SparsityPattern
@@ -85,17 +86,17 @@ class System:
         leaves, treedef = jax.tree_util.tree_flatten(root)
         plan_key = (treedef, evaluation, bool(jax.config.jax_enable_x64))
         plan = _PLANS.get(plan_key)
-        values = None if plan is None else _kinds.gather(plan[0].an, plan[1], leaves)
+        values = None if plan is None else _gather.gather(plan[0].an, plan[1], leaves, plan[2])
         if values is None:
             plan = _plan(sg.structure(treedef), leaves, evaluation) + (plan_key,)
-            values = _kinds.gather(plan[0].an, plan[1], leaves)
+            values = _gather.gather(plan[0].an, plan[1], leaves, plan[2])
         structure = plan[0]
         system = cls(*values, structure, root)
         if validate and square not in structure.checked:
             system.validate(square=square)
             structure.checked.add(square)
         _keep(_STRUCTURES, structure.key, structure)  # only once the checks passed
-        _keep(_PLANS, plan[2], plan)  # the stored key: refreshed by identity, not by comparing treedefs
+        _keep(_PLANS, plan[3], plan)  # the stored key: refreshed by identity, not by comparing treedefs
         return system
 
     # -- the flat system -------------------------------------------------------------------
@@ -241,11 +242,12 @@ class System:
 #: How many structures `System.build` keeps (least recently used dropped first).
 STRUCTURE_CACHE_SIZE = 16
 _STRUCTURES: OrderedDict = OrderedDict()  # lowering key -> _Structure
-_PLANS: OrderedDict = OrderedDict()  # (treedef, evaluation, x64) -> (_Structure, leaf positions, that key)
+_PLANS: OrderedDict = OrderedDict()  # (treedef, evaluation, x64) -> (_Structure, leaf positions, ScalarLayout or None, that key)
 
 
 def _plan(st, leaves: list, evaluation: str) -> tuple:
-    """Analyse a graph structure and find (or make) its lowering: ``(_Structure, positions)``."""
+    """Analyse a graph structure and find (or make) its lowering: ``(_Structure, positions,
+    ScalarLayout or None)``."""
     an, positions = _analyse.analyse(st, leaves)
     _kinds.check_unknown_dtypes(an)
     key = _cache_key(an, evaluation)
@@ -254,7 +256,7 @@ def _plan(st, leaves: list, evaluation: str) -> tuple:
         evaluator, mode = _evaluator(an, evaluation)
         _check_residual_dtype(an, evaluator.eq)
         structure = _Structure(an, evaluator, mode, key)
-    return structure, positions
+    return structure, positions, _gather.ScalarLayout.of(an, positions)
 
 
 def _check_residual_dtype(an, eq) -> None:

@@ -218,8 +218,8 @@ def test_node_objects_locate_as_their_key_paths_and_only_in_their_own_graph():
 
 @pytest.mark.parametrize("leaves", ["floats", "ints", "mixed types", "arrays"])
 def test_number_leaves_gather_as_every_other_leaf_does(leaves, monkeypatch):
-    # Graphs of Python numbers take the precomputed ScalarLayout (one numpy array, one index
-    # per column); anything else the general path: both give the same x0 and params,
+    # Graphs of Python numbers or CPU scalars take the precomputed ScalarLayout (one numpy
+    # array, one index per column); anything else the general path: both give the same x0 and params,
     # including unknowns that do not start at 0 and int leaves promoted to float unknowns.
     from solvers.lowering import _gather
     make = {"floats": float, "ints": int, "arrays": jnp.asarray,
@@ -244,5 +244,8 @@ def test_number_leaves_gather_as_every_other_leaf_does(leaves, monkeypatch):
             assert np.asarray(got).dtype == np.asarray(want).dtype
             np.testing.assert_array_equal(got, want)
     assert np.asarray(system.x0).tolist() == [3.0, 6.0]
-    # numbers of one type are gathered by the layout; other leaves fall back to the general path
-    assert len(calls) == 2 and all((c is not None) == (leaves in ("floats", "ints")) for c in calls)
+    assert len(calls) == 2 and all(c is not None for c in calls)  # gathered by the layout
+    # traced leaves (a build inside jit) fall back to the general path, with the same values
+    traced = jax.jit(lambda g: solvers.System.build(g).x0)(graph)
+    assert calls[-1] is None
+    np.testing.assert_array_equal(traced, general.x0)

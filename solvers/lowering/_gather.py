@@ -18,7 +18,7 @@ import numpy as np
 import simgraph as sg
 
 from .._concrete import is_traced
-from ._kinds import Analysis, Column, _Keys, _python_keys
+from ._kinds import Analysis, Column, _Keys, _python_keys, canonical
 
 
 class ScalarLayout:
@@ -46,13 +46,35 @@ class ScalarLayout:
         return cls(an, positions, keys.pop())
 
     def gather(self, leaves: list):
-        """``(x0, params)``, or None unless every leaf is a number of the layout's type."""
-        types = set(map(type, leaves))
-        if len(types) != 1 or _python_keys(jax.config.jax_enable_x64).get(types.pop()) != self.key:
+        """``(x0, params)``, or None unless every leaf is a number of the layout's type or a
+        concrete CPU array of its shape and dtype."""
+        arrays = self._fits(leaves)
+        if arrays is None:
             return None
+        if arrays:  # read each array first: numpy's own conversion of a list is slower
+            leaves = [np.asarray(v) if isinstance(v, jax.Array) else v for v in leaves]
         flat = np.asarray(leaves, dtype=self.key[1])
         params = {label: {name: flat[index] for name, index in cols} for label, cols in self.params}
         return _to_device(flat[self.x_index].astype(self.x_dtype, copy=False)), params
+
+    def _fits(self, leaves: list) -> bool | None:
+        """None if some leaf does not fit the layout, else whether any leaf is an array."""
+        numbers = _python_keys(jax.config.jax_enable_x64)
+        arrays = False
+        for t in set(map(type, leaves)):
+            if t in numbers:
+                if numbers[t] != self.key:
+                    return None
+            elif issubclass(t, jax.Array):
+                arrays = True
+            else:
+                return None
+        if not arrays:
+            return False
+        arrays = [v for v in leaves if isinstance(v, jax.Array)]
+        fits = (all(v.shape == () and canonical(v.dtype) == self.key[1] for v in arrays)
+                and readable_on_host(arrays))
+        return True if fits else None
 
 
 def gather(an: Analysis, positions: list, leaves: list, scalar: ScalarLayout | None = None):

@@ -182,7 +182,11 @@ def _solve_graph_batch(graph: Any, values: Mapping[Any, Any],
 def _start(system: System, x0: Any) -> Any:
     """``x0``, refused when its float type is not the one the System was lowered for (the
     residual computes in that type, so Newton's iterates would change type)."""
-    got, want = jnp.result_type(x0), system.structure.an.x_dtype
+    want = system.structure.an.x_dtype
+    got = getattr(x0, "dtype", None)
+    if got == want:
+        return x0
+    got = jnp.result_type(x0)
     if jnp.issubdtype(got, jnp.floating) and got != want:
         raise TypeError(
             f"x0 is {got}, but this System was lowered from a graph whose unknowns are {want}. "

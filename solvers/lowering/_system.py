@@ -41,6 +41,7 @@ class _Structure:
         self.checked: set = set()  # the `square` settings `validate` passed for
         self.paths = Paths(self)
         self.element = None  # `element_jacobian`, built on first use
+        self.has_step_limit = any(k.method("step_limit") is not None for k in an.kinds)
 
     def element_jacobian(self, pattern):
         """dF/dx assembled element by element (`ElementJacobian`) when ``pattern`` is this
@@ -123,7 +124,7 @@ class System:
     @property
     def has_step_limit(self) -> bool:
         """Whether any node class defines ``step_limit`` (else :meth:`step_limit` returns None)."""
-        return any(k.method("step_limit") is not None for k in self._s.an.kinds)
+        return self._s.has_step_limit
 
     def residual(self, x, params) -> jax.Array:
         """``F(x, params)``, shape (m,). Pure; jit/vmap/grad-able in both arguments."""

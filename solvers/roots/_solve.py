@@ -37,6 +37,9 @@ def linear_solver_of(method: AbstractRootMethod) -> AbstractLinearSolver:
     return solver if isinstance(solver, AbstractLinearSolver) else DenseLU()
 
 
+_REAL_FLOATS = frozenset(map(np.dtype, (np.float64, np.float32, np.float16)))
+
+
 def check_arguments(x0, solver, sparsity=None) -> tuple[jax.Array, AbstractRootMethod]:
     """Validate the start and method; return x0 as a float array and the method, its linear
     solvers bound to ``sparsity`` (see `bind_linear_solvers`)."""
@@ -51,6 +54,8 @@ def check_arguments(x0, solver, sparsity=None) -> tuple[jax.Array, AbstractRootM
         raise TypeError("x0 is missing: a flat function F(x, params) has no graph to read a "
                         "start from; pass one, e.g. solvers.solve(fn, jnp.zeros(n), params).")
     x0 = x0 if isinstance(x0, jax.Array) else jnp.asarray(x0)
+    if x0.dtype in _REAL_FLOATS and x0.shape[-1:] != (0,):
+        return x0, for_dtype(method, x0.dtype)
     if jnp.issubdtype(x0.dtype, jnp.complexfloating):
         raise ValueError(
             f"x0 is complex ({x0.dtype}): unknowns must be real. Split each complex unknown "
@@ -114,7 +119,7 @@ def solve_member(problem: FlatProblem, method: AbstractRootMethod, x0, params,
     (saves a trace of F)."""
     concrete = is_concrete((x0, params))  # then stop_gradient is the identity: skip its dispatches
     bare = (x0, params) if concrete else lax.stop_gradient((x0, params))
-    if staging() or not is_concrete(bare):
+    if staging() or not (concrete or is_concrete(bare)):
         return _solve_jit(problem, method, x0, params)
     if not isinstance(method, Default):
         return _attempt(problem, method, x0, params) if concrete else _solve_jit(

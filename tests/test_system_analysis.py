@@ -129,3 +129,22 @@ def test_a_built_system_of_many_kinds_matches_the_reference():
     assert_same_analysis(resistor_chain(7))
     system = solvers.System.build(resistor_chain(7))
     assert system.n == 8 and system.m == 8
+
+
+class _Keyed(sg.ReffableTreeNode):
+    key: jax.Array
+    c: jax.Array
+    x: jax.Array = sg.unknown(default=0.0)
+
+    def residual(self):
+        return self.x - self.c
+
+
+def test_a_prng_key_leaf_is_refused_with_the_field_and_the_fix():
+    graph = sg.Bundle(_Keyed(jnp.zeros(2), 1.0), _Keyed(jax.random.key(0), 1.0))
+    with pytest.raises(sg.GraphTypeError, match=r"_Keyed\.key: holds a PRNG key array of "
+                       r"dtype key<fry>.*jax\.random\.key_data"):
+        solvers.System.build(graph)
+    # its numbers are data like any other: the same graph with key_data lowers and solves
+    graph.items[1].key = jax.random.key_data(graph.items[1].key)
+    assert np.asarray(solvers.solve(graph, throw=True).x).tolist() == [1.0, 1.0]

@@ -60,8 +60,9 @@ class _LeafCodes:
         by_type = {t: self.intern(keys.py[t]) for t in dict.fromkeys(types) if t in keys.py}
         codes = np.fromiter(map(by_type.get, types, [_BAD_CODE] * len(types)), np.int64, len(types))
         for i in np.flatnonzero(codes == _BAD_CODE).tolist():
-            if isinstance(leaves[i], _ARRAYS):
-                codes[i] = self.intern(keys.leaf(leaves[i], None))
+            key = keys.leaf(leaves[i], None) if isinstance(leaves[i], _ARRAYS) else None
+            if key is not None:
+                codes[i] = self.intern(key)
         self.codes = np.append(codes, _BAD_CODE)
 
     def intern(self, key) -> int:

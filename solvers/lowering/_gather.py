@@ -18,7 +18,7 @@ import numpy as np
 import simgraph as sg
 
 from .._concrete import is_traced
-from ._kinds import Analysis, Column, _Keys, _python_keys, canonical
+from ._kinds import Analysis, Column, _Keys, _python_keys
 
 
 class ScalarLayout:
@@ -72,7 +72,7 @@ class ScalarLayout:
         if not arrays:
             return False
         arrays = [v for v in leaves if isinstance(v, jax.Array)]
-        fits = (all(v.shape == () and canonical(v.dtype) == self.key[1] for v in arrays)
+        fits = (all(v.shape == () and v.dtype == self.key[1] for v in arrays)
                 and readable_on_host(arrays))
         return True if fits else None
 

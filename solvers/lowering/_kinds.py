@@ -142,6 +142,8 @@ class _Keys:
         if key is not None:
             return key
         if isinstance(v, (np.ndarray, np.generic, jax.Array)):
+            if jax.dtypes.issubdtype(v.dtype, jax.dtypes.extended):
+                return _extended(v, where)
             dt = self.dtypes.get(v.dtype)
             if dt is None:
                 dt = self.dtypes[v.dtype] = canonical(v.dtype)
@@ -150,6 +152,19 @@ class _Keys:
             f"{where[0].__name__}.{where[1]}: holds a {type(v).__name__}, which is neither an array, a number nor a "
             "node. Model data must be arrays or numbers; declare other metadata with sg.static()."
         )
+
+
+def _extended(v, where):
+    """None for a first pass (``where`` None: the leaf is then no data); else the error."""
+    if where is None:
+        return None
+    what = "a PRNG key array" if jax.dtypes.issubdtype(v.dtype, jax.dtypes.prng_key) else "an array"
+    raise sg.GraphTypeError(
+        f"{where[0].__name__}.{where[1]}: holds {what} of dtype {v.dtype}, which cannot be "
+        "model data (parameters are stacked and differentiated as numbers). Store its "
+        "numbers instead (for a key: jax.random.key_data(key)) and rebuild it where it is "
+        "used (jax.random.wrap_key_data)."
+    )
 
 
 _ARRAYS = (np.ndarray, np.generic, jax.Array)

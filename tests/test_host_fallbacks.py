@@ -120,10 +120,35 @@ def test_callbacks_only_where_chosen(monkeypatch):
 
     assert has_callback(solvers.Default(rtol=1e-9))  # auto on this CPU
     assert not has_callback(solvers.Default(rtol=1e-9, traced_fallbacks="compiled"))
-    # A flat function may close over traced values: its stages stay in the program.
+    # A flat function closing over a traced value keeps its stages in the program ...
     flat = jax.jit(lambda c: solvers.solve(lambda x, p: x ** 3 - 2 * x + c, jnp.zeros(1)).x)
     assert "callback" not in flat.lower(3.0).as_text()
     assert float(flat(3.0)[0]) == pytest.approx(-1.8932892, abs=1e-6)
+    # ... and one that takes its values as params calls back, with the same answers
+    flat = jax.jit(lambda c: solvers.solve(_cubic, jnp.zeros(1), c).x)
+    assert "callback" in flat.lower(3.0).as_text()
+    assert float(flat(3.0)[0]) == pytest.approx(-1.8932892, abs=1e-6)
+    vmapped = jax.jit(jax.vmap(lambda c: solvers.solve(lambda x, p: x ** 3 - 2 * x + c,
+                                                       jnp.zeros(1)).x))
+    np.testing.assert_allclose(vmapped(jnp.asarray([-1.0, 3.0]))[:, 0], [-0.618034, -1.8932892],
+                               atol=1e-6)
+
+
+def _cubic(x, c):
+    return x ** 3 - 2 * x + c
+
+
+@pytest.mark.parametrize("c", [3.0, 2.0, float("nan")])
+def test_flat_host_fallbacks_answer_as_the_compiled_stages(c):
+    # c = 3: Newton alone fails from 0 (a fallback solves it); c = 2: every stage fails
+    def solved(method):
+        return jax.jit(lambda c: solvers.solve(_cubic, jnp.zeros(1), c, solver=method))(c)
+
+    host = solved(solvers.Default(traced_fallbacks="callback"))
+    compiled = solved(solvers.Default(traced_fallbacks="compiled"))
+    eager = solvers.solve(_cubic, jnp.zeros(1), jnp.asarray(c))
+    _assert_same(host, compiled)
+    _assert_same(host, eager)
 
 
 def test_auto_compiles_every_stage_with_the_persistent_cache(tmp_path):

@@ -162,8 +162,9 @@ def test_traced_default_runs_both_newton_stages_as_one_loop(monkeypatch):
                    (solvers.Newton(watchdog=4), solvers.Newton(max_steps=7))]:
         assert NewtonRestarts.of(stages) == stages  # nothing to merge
     fn = lambda x, p: x ** 3 - 2 * x + p
+    every_stage = solvers.Default(traced_fallbacks="compiled")
     count = lambda: _while_loops(jax.make_jaxpr(
-        lambda p: solvers.solve_flat(fn, jnp.zeros(1), p).x)(3.0).jaxpr)
+        lambda p: solvers.solve_flat(fn, jnp.zeros(1), p, solver=every_stage).x)(3.0).jaxpr)
     one_loop = count()
     monkeypatch.setattr(NewtonRestarts, "of", classmethod(lambda cls, stages: stages))
     jax.clear_caches()  # trace again

@@ -24,9 +24,9 @@ class FlatProblem(NamedTuple):
     * ``continuation(params, t) -> params`` for ``t`` in [0, 1]: the problem's designated
       continuation (e.g. sources scaled by t); ``t = 1`` is the problem itself. Homotopy
       uses it instead of the generic Newton homotopy when given.
-    * ``host_callable``: ``fn`` and the hooks depend on their arguments alone (they close
-      over no traced value), so the host may call them later, outside the trace: a traced
-      ``Default`` may then run its fallbacks from the host (``Default.traced_fallbacks``).
+    * ``host_callable``: the host may call ``fn`` and the hooks later, outside the trace,
+      so a traced ``Default`` may run its fallbacks from there (``Default.traced_fallbacks``)
+      provided they close over no traced value, which ``Default`` checks when it is traced.
     """
 
     fn: Callable[[jax.Array, Any], jax.Array]

@@ -119,9 +119,9 @@ class Default(AbstractRootMethod):
       ~0.9 s instead of ~3.6 s, and untaken stages cost nothing per call. Under ``vmap`` the
       stages stay in the program (one loop runs a batch's fallbacks for the members that
       need them). Needs a problem the host may call (`FlatProblem.host_callable`: the
-      graph entry points) whose functions use no traced value of an enclosing transform
-      (checked at trace time: a model that closes over one compiles every stage); a
-      program with a callback cannot be exported (``jax.export``).
+      graph and flat entry points) whose functions use no traced value of an enclosing
+      transform (checked at trace time: a model or function that closes over one compiles
+      every stage); a program with a callback cannot be exported (``jax.export``).
     * ``"compiled"``: every stage in the program, the two Newton stages as one
       `NewtonRestarts` loop and all stages as one loop (`run_stages`): self-contained.
     * ``"auto"`` (default): ``"callback"`` on CPU, ``"compiled"`` on other platforms (where

@@ -103,7 +103,8 @@ def solve_flat(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any = None
             f"x0 must be a 1-D vector of unknowns, got shape {x0.shape}; for a batch of "
             "starts use solvers.solve_batch(fn, x0, params)."
         )
-    sol = solve_member(FlatProblem(fn, step_limit, continuation), method, x0, params)
+    sol = solve_member(FlatProblem(fn, step_limit, continuation, host_callable=True), method,
+                       x0, params)
     return raise_if_failed_anywhere(sol) if throw else sol
 
 

@@ -501,7 +501,8 @@ read_column(PyObject *spec, Py_ssize_t n, PyObject **vals, PyObject *nodes, PyOb
             vals[i] = Py_NewRef(children[(*pos)++]);
         return 0;
     }
-    if (PyUnicode_Check(PyTuple_GET_ITEM(spec, 0))) {  /* ("mixed", one spec per member) */
+    if (PyTuple_CheckExact(spec) && PyTuple_GET_SIZE(spec) == 2 &&
+        PyUnicode_Check(PyTuple_GET_ITEM(spec, 0))) {  /* ("mixed", one spec per member) */
         PyObject *per = PyTuple_GET_ITEM(spec, 1);
         if (!PyTuple_CheckExact(per) || PyTuple_GET_SIZE(per) != n) {
             PyErr_SetString(PyExc_ValueError, "aux data: a mixed column's length is not the group's");
@@ -531,6 +532,10 @@ fill_group(PyObject *group, PyObject *nodes, PyObject **children, Py_ssize_t n_c
 {
     PyObject *cls = PyTuple_GET_ITEM(group, 0), *members = PyTuple_GET_ITEM(group, 1);
     PyObject *statics = PyTuple_GET_ITEM(group, 2), *specs = PyTuple_GET_ITEM(group, 3);
+    if (!PyTuple_CheckExact(statics) || !PyTuple_CheckExact(specs)) {
+        PyErr_SetString(PyExc_ValueError, "aux data: a group's statics and specs must be tuples");
+        return -1;
+    }
     PyObject *layout = PyObject_GetAttrString(cls, "__sg_layout__");
     if (layout == NULL)
         return -1;
@@ -596,6 +601,22 @@ done:
     return status;
 }
 
+/* object.__new__(cls): directly for a class defined in Python, else through object.__new__
+ * itself (which refuses what it must, e.g. a builtin type or a non-type). */
+static PyObject *
+new_instance(PyObject *cls, PyObject *empty)
+{
+    if (PyType_Check(cls) && PyType_HasFeature((PyTypeObject *)cls, Py_TPFLAGS_HEAPTYPE) &&
+        ((PyTypeObject *)cls)->tp_new == PyBaseObject_Type.tp_new)
+        return PyBaseObject_Type.tp_new((PyTypeObject *)cls, empty, NULL);
+    PyObject *object_new = PyObject_GetAttrString((PyObject *)&PyBaseObject_Type, "__new__");
+    if (object_new == NULL)
+        return NULL;
+    PyObject *obj = PyObject_CallOneArg(object_new, cls);
+    Py_DECREF(object_new);
+    return obj;
+}
+
 /* unflatten(aux, children, count, swap_refs) -> the root of a new graph (see module doc). */
 static PyObject *
 unflatten(PyObject *self, PyObject *args)
@@ -612,7 +633,11 @@ unflatten(PyObject *self, PyObject *args)
         goto done;
     for (Py_ssize_t g = 0; g < PyTuple_GET_SIZE(aux); g++) {
         PyObject *group = PyTuple_GET_ITEM(aux, g);
-        PyTypeObject *cls = (PyTypeObject *)PyTuple_GET_ITEM(group, 0);
+        if (!PyTuple_CheckExact(group) || PyTuple_GET_SIZE(group) != 4) {
+            PyErr_SetString(PyExc_ValueError, "aux data: a group must be a 4-tuple");
+            goto done;
+        }
+        PyObject *cls = PyTuple_GET_ITEM(group, 0);
         PyObject *members = PyTuple_GET_ITEM(group, 1);
         Py_ssize_t n = PyObject_Length(members);
         if (n < 0)
@@ -624,7 +649,7 @@ unflatten(PyObject *self, PyObject *args)
                     PyErr_Format(PyExc_ValueError, "node id %zd is not in this structure", k);
                 goto done;
             }
-            PyObject *obj = PyBaseObject_Type.tp_new(cls, empty, NULL);  /* object.__new__(cls) */
+            PyObject *obj = new_instance(cls, empty);
             if (obj == NULL)
                 goto done;
             Py_XSETREF(((PyListObject *)nodes)->ob_item[k], obj);

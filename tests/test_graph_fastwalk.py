@@ -235,3 +235,7 @@ def test_malformed_aux_is_an_error_not_a_crash():
         _walk._fastwalk.unflatten(bad_ids, leaves, 3, None)
     with pytest.raises(ValueError, match="too few children"):
         _walk._fastwalk.unflatten(aux, leaves[:1], 3, None)
+    for cls, message in [(int, "not safe"), ("Leafy", "not a type")]:  # as object.__new__
+        bad_class = ((cls,) + aux[0][1:],) + aux[1:]
+        with pytest.raises(TypeError, match=message):
+            _walk._fastwalk.unflatten(bad_class, leaves, 3, None)

@@ -151,6 +151,20 @@ def test_flat_host_fallbacks_answer_as_the_compiled_stages(c):
     _assert_same(host, eager)
 
 
+def test_a_weakly_typed_parameter_keeps_its_type_on_the_host():
+    # A Python-number parameter takes x's float type in the program (weak typing); the host
+    # stages must compute in that type too (a float32 x stays float32), eagerly and traced.
+    x0 = jnp.zeros(1, jnp.float32)
+    eager = solvers.solve(_cubic, x0, 3.0)
+    host = jax.jit(lambda c: solvers.solve(_cubic, x0, c))(3.0)
+    compiled = jax.jit(lambda c: solvers.solve(
+        _cubic, x0, c, solver=solvers.Default(traced_fallbacks="compiled")))(3.0)
+    assert eager.x.dtype == host.x.dtype == jnp.float32 and bool(host.converged)
+    assert int(host.num_fev) > 20  # a fallback stage ran (Newton alone cycles from 0)
+    _assert_same(host, compiled)
+    _assert_same(host, eager)
+
+
 def test_auto_compiles_every_stage_with_the_persistent_cache(tmp_path):
     # JAX never stores a program with a host callback: with its cache on, every stage.
     problem = solvers.roots.FlatProblem(lambda x, p: x, host_callable=True)

@@ -66,15 +66,19 @@ def with_host_fallbacks(stages: tuple, problem: FlatProblem, compiled: Callable,
                         params: Any, active) -> FlatSolution:
     """``stages[0]`` in the program, the later stages from the host when needed;
     ``compiled(x0, params, active)`` (all stages in the program) for a batch."""
-    run = jax.custom_batching.custom_vmap(functools.partial(_one_member, stages, problem))
+    weak = tuple(jax.typeof(v).weak_type for v in jax.tree_util.tree_leaves((x0, params)))
+    if any(w and jnp.ndim(v) for w, v in zip(weak, jax.tree_util.tree_leaves((x0, params)))):
+        return compiled(x0, params, active)  # see _later_stages: only scalars keep it
+    run = jax.custom_batching.custom_vmap(functools.partial(_one_member, stages, problem, weak))
     run.def_vmap(functools.partial(_batch, compiled))
     return run(x0, params, jnp.asarray(active, bool))
 
 
-def _one_member(stages: tuple, problem: FlatProblem, x0, params: Any, active) -> FlatSolution:
+def _one_member(stages: tuple, problem: FlatProblem, weak: tuple, x0, params: Any,
+                active) -> FlatSolution:
     first = stages[0].run(problem, x0, params, active)
     shapes = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), first)
-    host = functools.partial(_later_stages, stages[1:], problem)
+    host = functools.partial(_later_stages, stages[1:], problem, weak)
     args = lax.stop_gradient((x0, params, active, first))
     return lax.cond(active & needs_retry(first),
                     lambda: jax.pure_callback(host, shapes, *args), lambda: first)
@@ -88,10 +92,15 @@ def _batch(compiled: Callable, axis_size: int, in_batched: list, x0, params: Any
     return out, jax.tree_util.tree_map(lambda _: True, out)
 
 
-def _later_stages(stages: tuple, problem: FlatProblem, x0, params: Any, active,
+def _later_stages(stages: tuple, problem: FlatProblem, weak: tuple, x0, params: Any, active,
                   first: FlatSolution) -> FlatSolution:
     """On the host (NumPy values): each stage for the member if it still `needs_retry`,
-    keeping its better attempt, as ``run_stages`` does in a program."""
+    keeping its better attempt, as ``run_stages`` does in a program. A value that was weakly
+    typed in the program (a Python number: it takes the other operand's type) comes back a
+    Python number, so the stages compute in the program's types (a float32 x with a float
+    parameter stays float32)."""
+    leaves, treedef = jax.tree_util.tree_flatten((x0, params))
+    x0, params = treedef.unflatten([v.item() if w else v for v, w in zip(leaves, weak)])
     best = first
     for stage in stages:
         if np.asarray(active) & np.asarray(needs_retry(best)):

@@ -2,4 +2,6 @@
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("simgraph._fastwalk", ["simgraph/_fastwalk.c"], optional=True)])
+setup(ext_modules=[Extension("simgraph._fastwalk",
+                             ["simgraph/_fastwalk.c", "simgraph/_fastrebuild.c"],
+                             depends=["simgraph/_fastwalk.h"], optional=True)])

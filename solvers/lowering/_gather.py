@@ -2,9 +2,10 @@
 
 Runs on every `System.build` (on a structure-cache hit it is all that runs besides the
 flatten), so it stays on the host where it can: numbers and concrete CPU arrays are stacked
-with numpy; accelerator arrays and tracers with one compiled call. A graph whose leaves are
-all numbers of one type (what builders usually make) takes `ScalarLayout`: one numpy array of
-the leaves and one precomputed index per column and for x.
+with numpy; accelerator arrays and tracers with one compiled call. A graph whose columns are
+all scalars of one dtype, given as numbers (what builders usually make) or concrete CPU
+arrays, takes `ScalarLayout`: one numpy array of the leaves and one precomputed index per
+column and for x.
 """
 
 from __future__ import annotations

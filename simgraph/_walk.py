@@ -264,12 +264,12 @@ def _container(value, index, nodes, children, base):
         if spec is not None:
             return spec
     elif type(value) is dict:
-        spec = _node_dict(value, index, nodes, base) if value else None
-        if spec is not None:
-            return spec
-        if not value:  # what flattening it would find: no leaves, so a child
+        if not value:  # no leaves, so a child (what flattening it would find)
             children.append(value)
             return CHILD
+        spec = _node_dict(value, index, nodes, base)
+        if spec is not None:
+            return spec
     leaves, treedef = jax.tree_util.tree_flatten(value, is_leaf=lambda x: isinstance(x, base))
     if not any(isinstance(leaf, base) for leaf in leaves):
         children.append(value)
@@ -301,7 +301,10 @@ def _node_dict(d: dict, index, nodes, base):
         found = _fastwalk.str_dict_ids(d, base, index, nodes)  # None: a key is not a str
         if found is not None:
             return None if found is False else (_str_dict_treedef(found[0]), found[1])
-    if _fastwalk is None and set(map(type, d)) == {str}:
+        str_keys = False
+    else:
+        str_keys = set(map(type, d)) == {str}
+    if str_keys:
         keys = sorted(d)
         treedef = _str_dict_treedef(tuple(keys))
         ordered = list(map(d.__getitem__, keys))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections import OrderedDict
-from typing import Any
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -87,17 +87,17 @@ class System:
         leaves, treedef = jax.tree_util.tree_flatten(root)
         plan_key = (treedef, evaluation, bool(jax.config.jax_enable_x64))
         plan = _PLANS.get(plan_key)
-        values = None if plan is None else _gather.gather(plan[0].an, plan[1], leaves, plan[2])
+        values = None if plan is None else plan.gather(leaves)
         if values is None:
-            plan = _plan(sg.structure(treedef), leaves, evaluation) + (plan_key,)
-            values = _gather.gather(plan[0].an, plan[1], leaves, plan[2])
-        structure = plan[0]
+            plan = _plan(sg.structure(treedef), leaves, evaluation, plan_key)
+            values = plan.gather(leaves)
+        structure = plan.structure
         system = cls(*values, structure, root)
         if validate and square not in structure.checked:
             system.validate(square=square)
             structure.checked.add(square)
         _keep(_STRUCTURES, structure.key, structure)  # only once the checks passed
-        _keep(_PLANS, plan[3], plan)  # the stored key: refreshed by identity, not by comparing treedefs
+        _keep(_PLANS, plan.key, plan)  # the stored key: refreshed by identity, not by comparing treedefs
         return system
 
     # -- the flat system -------------------------------------------------------------------
@@ -243,12 +243,25 @@ class System:
 #: How many structures `System.build` keeps (least recently used dropped first).
 STRUCTURE_CACHE_SIZE = 16
 _STRUCTURES: OrderedDict = OrderedDict()  # lowering key -> _Structure
-_PLANS: OrderedDict = OrderedDict()  # (treedef, evaluation, x64) -> (_Structure, leaf positions, ScalarLayout or None, that key)
+_PLANS: OrderedDict = OrderedDict()  # (treedef, evaluation, x64) -> _Plan
 
 
-def _plan(st, leaves: list, evaluation: str) -> tuple:
-    """Analyse a graph structure and find (or make) its lowering: ``(_Structure, positions,
-    ScalarLayout or None)``."""
+class _Plan(NamedTuple):
+    """How graphs of one treedef lower: their structure, where each kind's data sits among
+    the flat leaves (and, for scalar columns, the `ScalarLayout`), and the cache key."""
+
+    structure: _Structure
+    positions: list
+    scalar: Optional[_gather.ScalarLayout]
+    key: tuple
+
+    def gather(self, leaves: list):
+        """``(x0, params)`` of a graph with these flat leaves, or None (see `_gather.gather`)."""
+        return _gather.gather(self.structure.an, self.positions, leaves, self.scalar)
+
+
+def _plan(st, leaves: list, evaluation: str, plan_key: tuple) -> _Plan:
+    """Analyse a graph structure and find (or make) its lowering."""
     an, positions = _analyse.analyse(st, leaves)
     _kinds.check_unknown_dtypes(an)
     key = _cache_key(an, evaluation)
@@ -257,7 +270,7 @@ def _plan(st, leaves: list, evaluation: str) -> tuple:
         evaluator, mode = _evaluator(an, evaluation)
         _check_residual_dtype(an, evaluator.eq)
         structure = _Structure(an, evaluator, mode, key)
-    return structure, positions, _gather.ScalarLayout.of(an, positions)
+    return _Plan(structure, positions, _gather.ScalarLayout.of(an, positions), plan_key)
 
 
 def _check_residual_dtype(an, eq) -> None:

@@ -27,7 +27,7 @@ import numpy as np
 from jax import lax
 
 from .._concrete import is_traced
-from ._attempts import merge_on_host, needs_retry
+from ._attempts import fall_back, merge_on_host, needs_retry
 from ._method import FlatProblem
 from ._solution import FlatSolution
 
@@ -66,8 +66,9 @@ def with_host_fallbacks(stages: tuple, problem: FlatProblem, compiled: Callable,
                         params: Any, active) -> FlatSolution:
     """``stages[0]`` in the program, the later stages from the host when needed;
     ``compiled(x0, params, active)`` (all stages in the program) for a batch."""
-    weak = tuple(jax.typeof(v).weak_type for v in jax.tree_util.tree_leaves((x0, params)))
-    if any(w and jnp.ndim(v) for w, v in zip(weak, jax.tree_util.tree_leaves((x0, params)))):
+    leaves = jax.tree_util.tree_leaves((x0, params))
+    weak = tuple(jax.typeof(v).weak_type for v in leaves)
+    if any(w and jnp.ndim(v) for w, v in zip(weak, leaves)):
         return compiled(x0, params, active)  # see _later_stages: only scalars keep it
     run = jax.custom_batching.custom_vmap(functools.partial(_one_member, stages, problem, weak))
     run.def_vmap(functools.partial(_batch, compiled))
@@ -78,7 +79,7 @@ def _one_member(stages: tuple, problem: FlatProblem, weak: tuple, x0, params: An
                 active) -> FlatSolution:
     first = stages[0].run(problem, x0, params, active)
     shapes = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), first)
-    host = functools.partial(_later_stages, stages[1:], problem, weak)
+    host = functools.partial(_later_stages, stages, problem, weak)
     args = lax.stop_gradient((x0, params, active, first))
     return lax.cond(active & needs_retry(first),
                     lambda: jax.pure_callback(host, shapes, *args), lambda: first)
@@ -94,18 +95,21 @@ def _batch(compiled: Callable, axis_size: int, in_batched: list, x0, params: Any
 
 def _later_stages(stages: tuple, problem: FlatProblem, weak: tuple, x0, params: Any, active,
                   first: FlatSolution) -> FlatSolution:
-    """On the host (NumPy values): each stage for the member if it still `needs_retry`,
-    keeping its better attempt, as ``run_stages`` does in a program. A value that was weakly
+    """On the host (NumPy values), after ``first`` (``stages[0]``'s attempt in the program):
+    `fall_back`'s order, each later stage for the member if it still `needs_retry`, keeping
+    its better attempt, as ``run_stages`` does in a program. A value that was weakly
     typed in the program (a Python number: it takes the other operand's type) comes back a
     Python number, so the stages compute in the program's types (a float32 x with a float
     parameter stays float32)."""
     leaves, treedef = jax.tree_util.tree_flatten((x0, params))
     x0, params = treedef.unflatten([v.item() if w else v for v, w in zip(leaves, weak)])
-    best = first
-    for stage in stages:
-        if np.asarray(active) & np.asarray(needs_retry(best)):
-            best = merge_on_host(best, _run_stage(problem, stage, x0, params), np.True_)
-    return jax.tree_util.tree_map(np.asarray, best)
+
+    def retry(stage, best: FlatSolution) -> FlatSolution:
+        if not (np.asarray(active) & np.asarray(needs_retry(best))):
+            return best
+        return merge_on_host(best, _run_stage(problem, stage, x0, params), np.True_)
+
+    return jax.tree_util.tree_map(np.asarray, fall_back(stages, lambda _: first, retry))
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))

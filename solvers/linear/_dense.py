@@ -38,6 +38,11 @@ def _require_square(op: DenseOperator) -> None:
         )
 
 
+def _factor_dtype(dtype) -> Any:
+    """The type LU factors in: float32 for half precision, which LAPACK and cuSOLVER lack."""
+    return jnp.float32 if jnp.dtype(dtype).itemsize < 4 else dtype
+
+
 @dataclasses.dataclass(frozen=True)
 class DenseLU(AbstractLinearSolver):
     """Dense Jacobian (``jax.jvp`` over the identity, or assembled element by element when
@@ -53,16 +58,18 @@ class DenseLU(AbstractLinearSolver):
         f, jac = (assemble if assemble is not None else partial(dense_jacobian, fn))(x, params)
         if jac.shape[0] != jac.shape[1]:
             return f, DenseOperator(jac, None, None)
-        lu, piv = jsl.lu_factor(jac)
+        lu, piv = jsl.lu_factor(jac.astype(_factor_dtype(jac.dtype)))
         return f, DenseOperator(jac, lu, piv)
 
     def solve(self, operator: DenseOperator, b: jax.Array) -> jax.Array:
         _require_square(operator)
-        return jsl.lu_solve((operator.lu, operator.piv), b)
+        wide = b.astype(operator.lu.dtype)
+        return jsl.lu_solve((operator.lu, operator.piv), wide).astype(b.dtype)
 
     def solve_transpose(self, operator: DenseOperator, b: jax.Array) -> jax.Array:
         _require_square(operator)
-        return jsl.lu_solve((operator.lu, operator.piv), b, trans=1)
+        wide = b.astype(operator.lu.dtype)
+        return jsl.lu_solve((operator.lu, operator.piv), wide, trans=1).astype(b.dtype)
 
     def matvec(self, operator: DenseOperator, v: jax.Array) -> jax.Array:
         return operator.jac @ v

@@ -3,7 +3,8 @@
 The defaults (``rtol = 1e-10``) suit float64. In float32 (JAX's default: ``jax_enable_x64``
 off) no step is ever that small relative to x, and a well-posed solve would iterate to a
 failure; so every ``rtol`` below ``RTOL_EPS`` units of the dtype's machine epsilon is
-raised to it (float64 keeps its tolerances: 1e-10 is far above 100 eps there).
+raised to it (float64 keeps its tolerances: 1e-10 is far above 100 eps there), up to
+``RTOL_CAP``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from ._method import AbstractRootMethod
 
 #: The smallest rtol a solve uses, in units of the unknowns' machine epsilon.
 RTOL_EPS = 100
+#: ...but never above this: in half precision 100 eps is a tenth of x (float16) or most of
+#: it (bfloat16), and a Newton step that long is not "small": it would end the solve as
+#: converged far from the root.
+RTOL_CAP = 1e-2
 
 
 def for_dtype(method: AbstractRootMethod, dtype) -> AbstractRootMethod:
@@ -31,7 +36,7 @@ def for_dtype(method: AbstractRootMethod, dtype) -> AbstractRootMethod:
 
 
 def _for_dtype(method: AbstractRootMethod, dtype) -> AbstractRootMethod:
-    return _raise_rtol(method, RTOL_EPS * float(jnp.finfo(dtype).eps))
+    return _raise_rtol(method, min(RTOL_EPS * float(jnp.finfo(dtype).eps), RTOL_CAP))
 
 
 _for_dtype_kept = functools.lru_cache(maxsize=64)(_for_dtype)

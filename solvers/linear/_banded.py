@@ -18,10 +18,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.sparse as sp
 from jax import lax
-from scipy.sparse.csgraph import reverse_cuthill_mckee
 
+from ._scipy import csgraph, sparse as sp
 from ._sparse import _AbstractSparseSolver, as_pattern, with_finite_result
 from ._sparsity import SparsityPattern, column_coloring, compressed_index
 
@@ -60,7 +59,7 @@ def band_order(pattern: SparsityPattern) -> np.ndarray:
     n = pattern.shape[0]
     sym = sp.coo_matrix((np.ones(pattern.nnz), (pattern.rows, pattern.cols)), shape=(n, n))
     sym = (sym + sym.T).tocsr()
-    rcm = np.asarray(reverse_cuthill_mckee(sym, symmetric_mode=True), np.int64)
+    rcm = np.asarray(csgraph.reverse_cuthill_mckee(sym, symmetric_mode=True), np.int64)
     natural = np.arange(n)
     if sum(bandwidths(pattern, natural)) <= sum(bandwidths(pattern, rcm)):
         return natural

@@ -13,8 +13,8 @@ import functools
 from typing import Callable
 
 import numpy as np
-import scipy.sparse as sp
 
+from ._scipy import sparse as sp
 from ._sparsity import SparsityPattern
 
 

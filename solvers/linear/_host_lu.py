@@ -17,9 +17,8 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
+from ._scipy import sparse as sp, sparse_linalg as spla
 from . import _klu
 from ._csc import csc_layout
 from ._sparse_order import nested_dissection, symmetrised_adjacency

@@ -26,8 +26,8 @@ import functools
 from typing import NamedTuple, Optional
 
 import numpy as np
-import scipy.sparse as sp
 
+from ._scipy import sparse as sp
 from ._csc import csc_layout
 from ._host_lu import factor, plain_solve, refined_solve, symmetric_with_diagonal
 from ._sparsity import SparsityPattern

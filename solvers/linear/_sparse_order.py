@@ -14,9 +14,8 @@ Three steps, all on the sparsity pattern only:
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse import csgraph
 
+from ._scipy import csgraph, sparse as sp
 from ._sparsity import SparsityError, SparsityPattern, greedy_coloring
 
 

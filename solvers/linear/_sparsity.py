@@ -16,7 +16,8 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.sparse as sp
+
+from ._scipy import sparse as sp
 
 
 class SparsityError(ValueError):

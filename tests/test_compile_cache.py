@@ -1,6 +1,5 @@
 """The persistent compilation cache: opt-in for the library, on for the command line."""
 
-import os
 import pathlib
 import subprocess
 import sys

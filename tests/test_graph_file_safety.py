@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import simgraph as sg
-from graph_models import Mixed, Ring, Shared, make_system
+from graph_models import Mixed, Ring, Shared
 
 
 def _saved(tmp_path):

@@ -142,7 +142,7 @@ def test_pump_kinds_minor_loss_closed_link_and_dead_end() -> None:
         m = 8 * p.minor_loss / (c.minor_g * math.pi ** 2 * p.diameter ** 4)
         loss = k * abs(q) ** 0.852 * q + m * abs(q) * q
         assert r.head(p.start) - r.head(p.end) == pytest.approx(loss, abs=1e-9)
-    pu1, pu3 = net.pumps[0], net.pumps[2]
+    pu1 = net.pumps[0]
     w, q1 = pu1.speed_t0, r.flow("PU1")
     gain1 = w ** 2 * pu1.A - pu1.B * w ** (2 - pu1.C) * q1 ** pu1.C
     assert r.head("J1") - r.head("R1") == pytest.approx(gain1, abs=1e-9)

@@ -37,7 +37,7 @@ def held_closed(state: EPSState, node_heads: dict, flows: np.ndarray,
                 held: np.ndarray) -> np.ndarray:
     """Which links EPANET's ``linkstatus`` would hold closed at this solution (``held``: the
     links held closed while it was solved; they may re-open)."""
-    net, n_pipes = state.net, len(state.net.pipes)
+    n_pipes = len(state.net.pipes)
     new = np.zeros(len(state.links), dtype=bool)
     for k, link in enumerate(state.links):
         if not state.open[k]:

@@ -117,6 +117,24 @@ def test_failed_member_can_be_masked_without_nan_gradients():
     np.testing.assert_allclose(g, [0.25, 0.0, 1.0 / 6.0], rtol=1e-8)
 
 
+def _cubic_root(p):
+    """The root near 2 of x^3 - p0 x - p1 (p = [1, 5]: x* = 1.90416)."""
+    fn = lambda x, q: x ** 3 - q[0] * x - q[1]
+    return solvers.solve(fn, jnp.full(1, 2.0), p, solver=solvers.Newton()).x[0]
+
+
+def test_second_derivatives_match_differenced_gradients():
+    # The derivative rule's own derivative must see x* move with p: it used x* as a
+    # constant, and every Hessian through a solve came out 0 (for x^2 = p: 0, not -p^-1.5/4).
+    p, h = jnp.asarray([1.0, 5.0]), 1e-5
+    differenced = np.stack([(jax.grad(_cubic_root)(p + h * e) - jax.grad(_cubic_root)(p - h * e))
+                            / (2 * h) for e in np.eye(2)], axis=1)
+    for hessian in (jax.hessian(_cubic_root), jax.jacrev(jax.jacrev(_cubic_root)),
+                    jax.jacfwd(jax.jacfwd(_cubic_root))):
+        np.testing.assert_allclose(hessian(p), differenced, rtol=1e-6)
+    assert abs(float(differenced[0, 0])) > 1e-3
+
+
 def test_matrix_free_gradient_equals_dense():
     problem = nlp.BY_NAME["discrete_integral_equation"]
     x0 = jnp.asarray(problem.x0)

@@ -5,7 +5,8 @@ The iterations are never differentiated: the solve runs under ``stop_gradient`` 
 layer attaches the derivative. It is a ``custom_jvp`` whose tangent is a
 ``lax.custom_linear_solve`` with the linear solver's ``solve`` and ``solve_transpose``, so
 forward mode, reverse mode (which transposes that solve) and ``vmap`` all work, and sparse
-or matrix-free back ends plug in unchanged. Values that ``fn`` closes over are hoisted
+or matrix-free back ends plug in unchanged. The rule's x* is itself the differentiable
+root, so second and higher derivatives (``jax.hessian``) are exact too. Values that ``fn`` closes over are hoisted
 with ``jax.closure_convert`` and differentiated too.
 
 Gradients are meaningful only for converged members: a member that did not converge gets
@@ -54,7 +55,9 @@ def _root(fn, linear_solver, x_star, args, poison):
 def _root_jvp(fn, linear_solver, primals, tangents):
     x_star, args, poison = primals
     _, d_args, _ = tangents
-    x_star = lax.stop_gradient(x_star)
+    # The root again, not a constant: differentiating this rule (second derivatives) then
+    # sees x* move with the parameters through this same rule.
+    x_star = _root(fn, linear_solver, lax.stop_gradient(x_star), args, poison)
     f = partial(_call, fn)
     _, op = linear_solver.linearize(f, x_star, args)
     _, rhs = jax.jvp(lambda a: f(x_star, a), (args,), (d_args,))

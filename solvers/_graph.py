@@ -179,6 +179,19 @@ def _solve_graph_batch(graph: Any, values: Mapping[Any, Any],
     return _checked(dataclasses.replace(flat, lowered=system, swept=batched, keys=keys), throw)
 
 
+def _check_disjoint(paths, earlier: list, sel) -> None:
+    """Raise if ``sel`` sweeps a leaf that an earlier key already sweeps: which value a member
+    would get would depend on the order of the keys."""
+    picked = set(sel.picked)
+    for other in earlier:
+        shared = picked.intersection(other.picked)
+        if shared:
+            raise ValueError(
+                f"solve_batch keys {other.key!r} and {sel.key!r} both select "
+                f"{paths.leaf_path(min(shared))}: each parameter leaf can be swept by one key "
+                "only. Narrow one of the keys (a key path selects one leaf).")
+
+
 def _start(system: System, x0: Any) -> Any:
     """``x0``, refused when its float type is not the one the System was lowered for (the
     residual computes in that type, so Newton's iterates would change type)."""
@@ -259,6 +272,8 @@ def _sweep_values(system: System, values: Mapping[Any, Any]) -> tuple[tuple, tup
                              "per batch member, stacked on a leading axis.")
         paths.per_leaf(f"{sel.key!r} per batch member (after the leading batch axis)",
                        sel.picked, tuple(value.shape[1:]))
+        paths.check_dtype(repr(sel.key), sel.picked, value.dtype)
+        _check_disjoint(paths, keys, sel)
         keys.append(sel)
         batched.append(value)
     sizes = {sel.key: int(v.shape[0]) for sel, v in zip(keys, batched)}

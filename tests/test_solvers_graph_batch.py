@@ -127,6 +127,27 @@ def test_value_shapes_are_checked_first(no_solve):
         solvers.solve_batch(drop(), {})
 
 
+def test_values_that_would_lose_their_kind_are_refused(no_solve):
+    # Int leaves (a graph built from 2 and 16) took swept floats truncated: 16.5 became 16
+    # and 0.5 became 0, and the members reported converged at the wrong roots.
+    ints = sg.Bundle(Cubic(2, Slope(2)), Cubic(16, Slope(2)))
+    with pytest.raises(sg.GraphTypeError, match="float64, but the leaf .items\\[1\\].c .* int64"):
+        solvers.solve_batch(ints, {".items[1].c": jnp.asarray([16.5, 0.5])})
+    with pytest.raises(sg.GraphTypeError, match="complex128"):
+        solvers.solve_batch(cubics(), {".items[1].c": jnp.asarray([16 + 1j, 2.0])})
+    system = solvers.System.build(ints)
+    with pytest.raises(sg.GraphTypeError, match="e.g. 2.0, not 2"):
+        system.set_params(system.params, {".items[1].c": 16.9})
+    assert system.set_params(system.params, {".items[1].c": 17})["Cubic"]["c"].tolist() == [2, 17]
+
+
+def test_one_leaf_swept_by_two_keys_is_refused(no_solve):
+    # The last key silently won: the answer depended on the order of the dict.
+    for other in ("Cubic.c", "items[1].c"):
+        with pytest.raises(ValueError, match="both select .items\\[1\\].c"):
+            solvers.solve_batch(cubics(), {".items[1].c": jnp.ones(2), other: jnp.ones(2)})
+
+
 def test_prebuilt_system_is_reused(monkeypatch):
     graph = drop()
     system = solvers.System.build(graph)

@@ -254,6 +254,7 @@ class Paths:
                     "callable on sg.LeafInfo.")
             value = jnp.asarray(value)
             per_leaf = self.per_leaf(repr(where), picked, value.shape)
+            self.check_dtype(repr(where), picked, value.dtype)
             by_col: dict = {}
             for i, (ki, j, row) in enumerate(picked):
                 by_col.setdefault((ki, j), []).append((row, i))
@@ -270,6 +271,25 @@ class Paths:
                     new[kind.label][col.label] = jnp.asarray(old).at[rows].set(vals)
         return new
 
+
+    def leaf_path(self, item: tuple) -> str:
+        """The key path of a selected leaf ``(kind, column, row)``."""
+        kind = self.s.an.kinds[item[0]]
+        return self._leaf_path(int(kind.members[item[2]]), kind.columns[item[1]])
+
+    def check_dtype(self, label: str, picked, dtype) -> None:
+        """Raise if values of ``dtype`` would lose their kind in the selected leaves' type
+        (a float into an int leaf drops its fraction, a complex into a float its imaginary
+        part); a narrower float (float64 into float32) is fine."""
+        an = self.s.an
+        for item in picked:
+            col = an.kinds[item[0]].columns[item[1]]
+            if not np.can_cast(dtype, col.dtype, casting="same_kind"):
+                raise sg.GraphTypeError(
+                    f"value for {label} is {np.dtype(dtype)}, but the leaf {self.leaf_path(item)} "
+                    f"it selects is {np.dtype(col.dtype)}: the values would be cast, silently "
+                    "changing them. Give the leaves the values' type when building the graph "
+                    f"(e.g. 2.0, not 2), or pass {np.dtype(col.dtype)} values.")
 
     def per_leaf(self, label: str, picked, shape: tuple) -> bool:
         """Whether a value of ``shape`` gives one value per selected leaf (True) or one for all

@@ -1,8 +1,11 @@
 """Save a graph to one ``.npz`` file (arrays + a JSON description) and load it back.
 
-Sharing, cycles, dtypes and static data survive. No pickle is used, in either direction, and
-loading never runs code named by the file: classes are recorded by ``module:qualname`` and
-found again only among the node classes already defined in this process (or in ``classes=``).
+Sharing, cycles, dtypes and static data survive: arrays of ml_dtypes types (bfloat16,
+float8_*, int4, ...), which ``.npy`` cannot describe, are stored as their raw bits (unsigned
+integers of the same width) with the dtype's name, and only names in ``_NAMED_DTYPES`` are
+read back. No pickle is used, in either direction, and loading never runs code named by the
+file: classes are recorded by ``module:qualname`` and found again only among the node
+classes already defined in this process (or in ``classes=``).
 Every part of the description is checked before it is used; a malformed file raises
 :class:`GraphFileError` saying what is wrong.
 """
@@ -17,6 +20,7 @@ import zipfile
 from typing import Any
 
 import jax
+import ml_dtypes
 import numpy as np
 
 from . import _registry, _tables
@@ -24,8 +28,29 @@ from ._errors import GraphFileError, GraphTypeError, at
 from ._node import ReffableTreeNode, check_fields
 
 FORMAT = "simgraph-graph"
-VERSION = 1
+#: Written when the file holds an array of a named (ml_dtypes) dtype, so that an older simgraph
+#: refuses it instead of reading the raw bits as integers; other files are still version 1.
+VERSION = 2
+_READS = (1, 2)
 _META = "__simgraph__"
+#: The dtypes stored by name: numpy has no code for them in ``.npy`` headers.
+_NAMED_DTYPES = {
+    name: np.dtype(getattr(ml_dtypes, name)) for name in (
+        "bfloat16", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
+        "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+        "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn", "int2", "int4", "uint2", "uint4")
+    if hasattr(ml_dtypes, name)}
+
+
+def _dtype_name(dtype: np.dtype) -> str | None:
+    """The name ``dtype`` is saved under, or None for a dtype ``.npy`` describes itself."""
+    named = _NAMED_DTYPES.get(dtype.name)
+    return dtype.name if named is not None and named.type is dtype.type else None
+
+
+def _bits(dtype: np.dtype) -> np.dtype:
+    """The unsigned integer dtype holding the raw bits of a named dtype."""
+    return np.dtype(f"u{dtype.itemsize}")
 
 
 def save(path: str | os.PathLike, graph: Any) -> None:
@@ -34,24 +59,25 @@ def save(path: str | os.PathLike, graph: Any) -> None:
     paths = [jax.tree_util.keystr(p) for p in _tables.node_paths(entries, children)]
     index = {id(n): k for k, n in enumerate(nodes)}
     arrays: dict[str, np.ndarray] = {}
-    described = []
+    described, named = [], set()
     for k, node in enumerate(nodes):
         layout = type(node).__sg_layout__
-        enc = _Encoder(index, arrays, paths[k])
+        enc = _Encoder(index, arrays, paths[k], named)
         described.append({
             "class": _registry.class_name(type(node)),
             "static": {n: enc.static(node.__dict__[n], n) for n in layout.static},
             "fields": {n: enc.value(node.__dict__[n], n) for n in layout.dynamic},
         })
-    meta = {"format": FORMAT, "version": VERSION, "nodes": described}
+    meta = {"format": FORMAT, "version": VERSION if named else 1, "nodes": described}
     arrays[_META] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     with open(path, "wb") as f:
         np.savez(f, **arrays)
 
 
 class _Encoder:
-    def __init__(self, index: dict, arrays: dict, node_path: str):
+    def __init__(self, index: dict, arrays: dict, node_path: str, named: set):
         self.index, self.arrays, self.node_path = index, arrays, node_path
+        self.named = named  # the dtype names stored so far (all nodes)
 
     def value(self, v: Any, where: str) -> Any:
         if isinstance(v, ReffableTreeNode):
@@ -59,14 +85,22 @@ class _Encoder:
         if v is None or isinstance(v, (bool, int, float, complex, str)):
             return self.static(v, where)
         if isinstance(v, (np.ndarray, np.generic, jax.Array)):
-            key = f"a{len(self.arrays)}"
-            self.arrays[key] = np.asarray(v)
-            return {"t": "array", "k": key, "scalar": isinstance(v, np.generic)}
+            return self.array(np.asarray(v), isinstance(v, np.generic))
         if isinstance(v, (list, tuple)):
             return {"t": type(v).__name__, "v": [self.value(x, f"{where}[{i}]") for i, x in enumerate(v)]}
         if isinstance(v, dict) and all(isinstance(k, str) for k in v):
             return {"t": "dict", "v": {k: self.value(x, f"{where}[{k!r}]") for k, x in v.items()}}
         raise self._unsupported(v, where)
+
+    def array(self, a: np.ndarray, scalar: bool) -> dict:
+        key = f"a{len(self.arrays)}"
+        entry = {"t": "array", "k": key, "scalar": scalar}
+        name = _dtype_name(a.dtype)
+        if name is not None:  # .npy would write these as raw void ('|V2'), unreadable
+            a, entry["dtype"] = a.view(_bits(a.dtype)), name
+            self.named.add(name)
+        self.arrays[key] = a
+        return entry
 
     def static(self, v: Any, where: str) -> Any:
         if v is None:
@@ -132,10 +166,12 @@ def _read(path) -> tuple[dict, Any]:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         kind = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
         raise GraphFileError(f"{path}: not a simgraph graph file (format {kind!r}).")
-    if meta.get("version") != VERSION:
+    version = meta.get("version")
+    if type(version) is not int or version not in _READS:
         raise GraphFileError(
-            f"{path}: file version {meta.get('version')} is not supported by this simgraph "
-            f"(reads version {VERSION}); load it with the simgraph version that wrote it."
+            f"{path}: file version {version} is not supported by this simgraph "
+            f"(reads versions {', '.join(map(str, _READS))}); load it with the simgraph "
+            "version that wrote it."
         )
     return meta, data
 
@@ -249,10 +285,29 @@ class _Decoder:
             a = self.arrays[key]
         except _ARCHIVE_ERRORS as e:
             raise self._bad(at_, f"array {key!r} cannot be read ({_reason(e)})") from None
-        if a.dtype.kind not in "biufc" or not isinstance(scalar, bool) or (scalar and a.ndim):
+        named = "dtype" in v
+        if (a.dtype.kind not in "biufc" and not named) or not isinstance(scalar, bool) \
+                or (scalar and a.ndim):
             raise self._bad(at_, f"array {key!r} has dtype {a.dtype} and shape {a.shape}, not a "
                             "numeric array")
+        if named:
+            a = self._named(a, v["dtype"], key, at_)
         return a[()] if scalar else a
+
+    def _named(self, a: np.ndarray, name: Any, key: str, at_: str) -> np.ndarray:
+        """The stored bits ``a`` viewed as the dtype called ``name`` (see :func:`save`)."""
+        dtype = _NAMED_DTYPES.get(name) if isinstance(name, str) else None
+        if dtype is None:
+            known = ", ".join(sorted(_NAMED_DTYPES))
+            raise GraphFileError(
+                f"{self.where}{at_}: array {key!r} has dtype {name!r}, which this simgraph "
+                f"cannot read (it reads {known}). The file is edited, or was written with a "
+                "newer ml_dtypes: upgrade ml_dtypes (pip install -U ml_dtypes) or save the "
+                "graph again.")
+        if a.dtype != _bits(dtype):
+            raise self._bad(at_, f"array {key!r} holds {a.dtype}, but {name} is stored as "
+                            f"{_bits(dtype)}")
+        return a.view(dtype)
 
     def _bad(self, at_: str, what: str) -> GraphFileError:
         return GraphFileError(f"{self.where}{at_}: {what}; the file is corrupt or edited. Save "

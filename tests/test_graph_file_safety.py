@@ -125,6 +125,39 @@ def test_a_string_array_is_not_numeric_state(tmp_path):
         sg.load(tmp_path / "s.npz")
 
 
+def _saved_bfloat16(tmp_path):
+    path = tmp_path / "b.npz"
+    sg.save(path, Shared(jnp.asarray([1.0, 2.5], dtype=jnp.bfloat16)))
+    return path
+
+
+def _set_dtype(meta, name):
+    meta["nodes"][0]["fields"]["v"]["dtype"] = name
+    return meta
+
+
+@pytest.mark.parametrize("name, message", [
+    ("numpy.lib:evil", r"\.v: array 'a0' has dtype 'numpy.lib:evil', which this simgraph cannot "
+                       r"read \(it reads bfloat16, .*upgrade ml_dtypes"),
+    (["bfloat16"], r"has dtype \['bfloat16'\], which"),
+    ("float8_e4m3fn", r"array 'a0' holds uint16, but float8_e4m3fn is stored as uint8"),
+])
+def test_dtype_names_are_looked_up_never_imported(tmp_path, name, message):
+    # a dtype name is only a key into simgraph's own table of ml_dtypes types
+    path = _saved_bfloat16(tmp_path)
+    with pytest.raises(sg.GraphFileError, match=message):
+        sg.load(_rewrite(path, tmp_path / "bad.npz", lambda m: _set_dtype(m, name)))
+
+
+def test_named_dtypes_mark_the_file_version_2(tmp_path):
+    # an older simgraph must refuse such a file, not read the stored bits as uint16
+    path, graph = _saved(tmp_path)
+    assert json.loads(bytes(np.load(path)["__simgraph__"]).decode())["version"] == 1
+    meta = json.loads(bytes(np.load(_saved_bfloat16(tmp_path))["__simgraph__"]).decode())
+    assert meta["version"] == 2 and meta["nodes"][0]["fields"]["v"]["dtype"] == "bfloat16"
+    assert _same_graph(sg.load(path), graph)  # version 1 files still load
+
+
 def test_missing_file_directory_and_random_bytes(tmp_path):
     with pytest.raises(sg.GraphFileError, match="no such file"):
         sg.load(tmp_path / "nope.npz")

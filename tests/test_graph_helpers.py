@@ -2,6 +2,7 @@
 
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -115,6 +116,25 @@ def test_save_load_roundtrip(tmp_path):
     assert r.refs[1].value.dtype == np.float32 and r.refs[1].next.value.dtype == np.int16
     assert r.data["py"] == 3 and isinstance(r.data["py"], int) and r.data["none"] is None
     assert jax.tree_util.tree_structure(r) == jax.tree_util.tree_structure(m)
+
+
+_ML_DTYPES = ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "int4", "uint4"]
+
+
+@pytest.mark.parametrize("name", [n for n in _ML_DTYPES if hasattr(ml_dtypes, n)])
+def test_save_load_roundtrip_ml_dtypes(tmp_path, name):
+    # .npy has no code for ml_dtypes types: without their names they came back as raw '|V2'
+    dtype = np.dtype(getattr(ml_dtypes, name))
+    values = np.arange(-2, 4).astype(dtype).reshape(2, 3)
+    s = Shared(jnp.asarray(values))
+    m = Mixed({"w": values[::2], "s": values[1, 2], "f": np.ones(2)}, (s,), maybe=s)
+    sg.save(tmp_path / "g.npz", m)
+    r = sg.load(tmp_path / "g.npz")
+    assert r.maybe is r.refs[0] and r.maybe.v.dtype == dtype and r.data["w"].dtype == dtype
+    assert type(r.data["s"]) is dtype.type and r.data["s"] == values[1, 2]
+    np.testing.assert_array_equal(r.maybe.v.astype(float), values.astype(float))
+    np.testing.assert_array_equal(r.data["w"].astype(float), values[::2].astype(float))
+    assert r.data["f"].dtype == np.float64  # other arrays are stored as before
 
 
 def test_load_errors(tmp_path):

@@ -135,6 +135,10 @@ ERRORS = [
     (HEAD + BUS + GEN + BRANCH + "mpc.dcline = [\n 1 2 1 10 0 0 0 1 1 0 0 0 0 0 0 0 0;\n];\n",
      14, "mpc.dcline"),
     (HEAD.replace("mpc.baseMVA = 100;\n", "") + BUS + GEN + BRANCH, 12, "mpc.baseMVA is missing"),
+    # Inf is a valid M-file number (no limit), but an infinite base zeroes every per-unit load
+    (HEAD.replace("= 100;", "= Inf;") + BUS + GEN + BRANCH, 3, "finite positive number, got inf"),
+    (HEAD.replace("= 100;", "= -Inf;") + BUS + GEN + BRANCH, 3, "finite positive number, got -inf"),
+    (HEAD.replace("= 100;", "= NaN;") + BUS + GEN + BRANCH, 3, "finite positive number, got nan"),
 ]
 
 

@@ -216,6 +216,17 @@ ERRORS = [
     ("V1 1 0 DC", 2, "missing value after DC"),
     ("V1 1 0 DC 1 bogus", 2, "unexpected 'bogus'"),
     (".temp 27 50", 2, "exactly one temperature"),
+    # errors the Netlist constructor used to find, without file:line
+    ("V1 1 0 5\nR1 1 0 1k\n.ic v(99)=1", 4, "node '99', which is not in the netlist"),
+    ("V1 1 0 5\nR1 1 0 1k\n.ic v(1)=1\n+ v(gnd)=0", 5, "ground node 'gnd'"),
+    ("V1 1 0 5\nR1 1 a$b 1k", 3, "node name 'a$b' may not contain"),   # '$' mid-word
+    ("V1 1 0 5\nR$1 1 0 1k", 3, "element name 'R$1' may not contain"),  # is no comment
+    ("V1 1 0 5\n.options method=a$b", 3, "value 'a$b' may not contain"),
+    ("V1 1 0 5\n.options a$b", 3, "flag 'a$b' may not contain"),
+    # used to crash (ZeroDivisionError) or to overflow into a deck to_spice cannot write
+    ("V1 1 0 5\nR1 1 0 1k m=0", 3, "multiplier m must be non-zero"),
+    ("V1 1 0 5\nR1 1 0 1e300 m=1e-300", 3, "out of range"),
+    (".model DM D\nD1 1 0 DM area=1e200 m=1e200", 3, "area must be positive and finite"),
 ]
 
 

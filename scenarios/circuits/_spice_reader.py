@@ -58,6 +58,7 @@ class _Reader(TransientCards):
         self.options: dict[str, float | str | bool] = {}
         self.temperature: float | None = None
         self.initial: dict[str, float] = {}
+        self.initial_tokens: dict[str, _Tok] = {}   # .ic node -> where it was named
         self.title = ""
         self.nodes: dict[str, str] = {}
         self.lines_read = 0
@@ -131,6 +132,7 @@ class _Reader(TransientCards):
         if handler is None:
             raise self.error(head, f"element {head.text!r}: type '{head.text[0].upper()}' is "
                                    "not supported", "only R, C, L, D, V and I elements are supported")
+        self._word(head, "element name")
         key = head.text.lower()
         if key in self.element_lines:
             raise self.error(head, f"duplicate element name {head.text!r} (first defined on "
@@ -167,7 +169,14 @@ class _Reader(TransientCards):
             tok = card[min(index, len(card) - 1)]
             raise self.error(tok, f"{card[0].text}: missing {what}",
                              f"write it as '{_usage(card[0].text)}'")
-        return self._name(card[index].text)
+        return self._name(self._word(card[index], "node name").text)
+
+    def _word(self, tok: _Tok, what: str) -> _Tok:
+        """``tok`` if a Netlist can hold it as a name (``a$b`` is a word to SPICE, not here)."""
+        if not _TOKEN_OK.fullmatch(tok.text):
+            raise self.error(tok, f"{what} {tok.text!r} may not contain any of ( ) = , ; $",
+                             "rename it without those characters")
+        return tok
 
     def _number(self, tok: _Tok, what: str) -> float:
         value = parse_spice_number(tok.text)
@@ -192,7 +201,14 @@ class _Reader(TransientCards):
                              f"write it as '{_usage(name)}'")
         value = self._number(value_tok, f"{name} resistance")
         if "m" in params:
-            value /= self._number(params["m"], f"{name} multiplier m")
+            m = self._number(params["m"], f"{name} multiplier m")
+            if m == 0.0:
+                raise self.error(params["m"], f"{name}: multiplier m must be non-zero",
+                                 "m is the number of resistors in parallel, e.g. m=2")
+            value /= m
+        if math.isinf(value):  # e.g. 1e300 with m=1e-300
+            raise self.error(value_tok, f"{name}: resistance {value_tok.text} / m is out of "
+                             "range (larger than 1.8e308)", "check the value and m")
         if value == 0.0:
             raise self.error(value_tok, f"{name}: resistance must be non-zero",
                              "use a voltage source of 0 V for a short circuit")
@@ -214,8 +230,8 @@ class _Reader(TransientCards):
             area = self._number(params["area"], f"{name} area")
         if "m" in params:
             area *= self._number(params["m"], f"{name} multiplier m")
-        if not area > 0.0:
-            raise self.error(card[0], f"{name}: area must be positive")
+        if not 0.0 < area < math.inf:  # inf: area times m overflowed
+            raise self.error(card[0], f"{name}: area must be positive and finite")
         return Diode(name, anode, cathode, model.text, area)
 
     def _source(self, card: list[_Tok]) -> VoltageSource | CurrentSource:
@@ -268,7 +284,7 @@ class _Reader(TransientCards):
         handlers = {".model": self._model, ".op": self._op, ".dc": self._dc,
                     ".options": self._options, ".option": self._options, ".opt": self._options,
                     ".temp": self._temp, ".title": self._title, ".tran": self._tran,
-                    ".ic": self._ic}
+                    ".ic": self._ic_card}
         if command in handlers:
             handlers[command](card)
         elif command in _UNSUPPORTED_DOT:
@@ -329,10 +345,18 @@ class _Reader(TransientCards):
     def _options(self, card: list[_Tok]) -> None:
         positional, params = self._params(card[1:], _AnyKey())
         for tok in positional:
-            self.options[tok.text.lower()] = True
+            self.options[self._word(tok, ".options flag").text.lower()] = True
         for key, tok in params.items():
+            self._word(_Tok(key, tok.line), ".options name")
             is_number = parse_spice_number(tok.text) is not None
-            self.options[key] = self._number(tok, f".options {key}") if is_number else tok.text
+            self.options[key] = (self._number(tok, f".options {key}") if is_number
+                                 else self._word(tok, f".options {key} value").text)
+
+    def _ic_card(self, card: list[_Tok]) -> None:
+        """``.ic``, remembering each node's token so :meth:`_finish` can name its line."""
+        self._ic(card)
+        for tok in card[1:][2::6]:  # v ( NODE ) = value, as _ic checked
+            self.initial_tokens[self._name(tok.text)] = tok
 
     def _temp(self, card: list[_Tok]) -> None:
         if len(card) != 2:
@@ -366,13 +390,21 @@ class _Reader(TransientCards):
             temp_option = self.options.get("temp", 27.0)
             temperature = temp_option if isinstance(temp_option, float) else 27.0
         models = {m.name: m for m, _ in self.models.values()}
-        for node in self.initial:
-            if node not in self.nodes.values():
-                raise self.error(self.lines_read, f".ic names node {node!r}, which no element "
-                                                  "connects", "fix the node name")
+        self._check_initial(elements)
         return Netlist(self.title, tuple(elements), models, tuple(analyses), self.options,
                        temperature, self.initial)
 
+    def _check_initial(self, elements: list) -> None:
+        """Each ``.ic`` node is a node some element connects (ground is always 0 V)."""
+        connected = {n for e in elements for n in e.nodes} if self.initial else set()
+        for node, tok in self.initial_tokens.items():
+            if node == GROUND:
+                raise self.error(tok, f".ic sets ground node {tok.text!r}",
+                                 "remove it: ground is always 0 V")
+            if node not in connected:
+                raise self.error(tok, f".ic names node {tok.text!r}, which is not in the "
+                                 "netlist (no element connects it)",
+                                 "fix the node name or remove it from the .ic card")
 
     def _model_of(self, diode: Diode) -> Diode:
         """The diode with its model's name as the ``.model`` card spells it."""

@@ -10,6 +10,7 @@ reference bus (type 3) at all is refused: the choice of slack is the modeller's.
 """
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -42,8 +43,11 @@ def read_matpower(path_or_text: str | os.PathLike) -> PowerCase:
         raise FormatError(path, mfile.last_line, "mpc.baseMVA is missing",
                           "add 'mpc.baseMVA = 100;'")
     line, base = mfile.scalars["baseMVA"]
-    if not isinstance(base, float) or not base > 0.0:
-        raise FormatError(path, line, f"mpc.baseMVA must be a positive number, got {base!r}")
+    # Inf passes the M-file parser (it is MATPOWER's 'no limit' in matrices) but not here:
+    # an infinite base turns every per-unit value into zero.
+    if not isinstance(base, float) or not math.isfinite(base) or not base > 0.0:
+        raise FormatError(path, line, f"mpc.baseMVA must be a finite positive number, got "
+                          f"{base!r}", "write the system MVA base, e.g. 'mpc.baseMVA = 100;'")
     rows = {key: _rows(path, mfile.matrices.get(key), key, mfile.last_line) for key in _COLUMNS}
     name = mfile.function or (Path(path).stem if path != "<string>" else "case")
     return build_case(path, base, name, rows["bus"], rows["gen"], rows["branch"])

@@ -157,7 +157,7 @@ def _solve_graph_batch(graph: Any, values: Mapping[Any, Any],
     """`solve_batch` of a graph or a System."""
     system = _lowered(graph, solver, evaluation)
     keys, batched = _sweep_values(system, values)
-    start = _start(system, system.x0 if x0 is None else jnp.asarray(x0))
+    start = _start(system, system.x0 if x0 is None else _batch_start(system, x0, batched))
     method = _method(system, solver, int(batched[0].shape[0]))
     step_limit = _StepLimit(system._s, keys) if system.has_step_limit else None
     kwargs = {} if chunk_size is None else {"chunk_size": chunk_size}
@@ -177,6 +177,17 @@ def _solve_graph_batch(graph: Any, values: Mapping[Any, Any],
 
     flat = _run(method, system, (start, system.params, batched), attempt)
     return _checked(dataclasses.replace(flat, lowered=system, swept=batched, keys=keys), throw)
+
+
+def _batch_start(system: System, x0: Any, batched: tuple) -> jax.Array:
+    """A batch's start, checked: one for every member ``(n,)`` or one each ``(B, n)``."""
+    x0, size = jnp.asarray(x0), int(batched[0].shape[0])
+    if x0.ndim not in (1, 2) or x0.shape[-1] != system.n or x0.shape[:-1] not in ((), (size,)):
+        raise ValueError(
+            f"x0 of solve_batch has shape {x0.shape}; this system has {system.n} unknowns and "
+            f"the batch {size} members, so give ({system.n},) (one start for every member) or "
+            f"({size}, {system.n}) (one per member), in the order of System.build(graph).x0.")
+    return x0
 
 
 def _check_disjoint(paths, earlier: list, sel) -> None:

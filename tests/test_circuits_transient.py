@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import solvers
-from scenarios.circuits import build_circuit, integrator_for, read_netlist, run, simulate_circuit
+from scenarios.circuits import (FormatError, build_circuit, integrator_for, read_netlist, run,
+                                simulate_circuit)
 from scenarios.circuits import _waveforms as wf
 
 DATA = Path(__file__).parent / "data" / "transient"
@@ -175,7 +176,10 @@ def test_options_method_picks_the_integrator(options, method, order):
 
 
 def test_options_method_unknown_is_an_error():
-    deck = read_netlist("* m\nV1 a 0 DC 1\nR1 a b 1k\nC1 b 0 1u\n.options method=euler\n"
-                        ".tran 1u 1m\n.end\n")
+    text = "* m\nV1 a 0 DC 1\nR1 a b 1k\nC1 b 0 1u\n.options method=euler\n.tran 1u 1m\n.end\n"
+    with pytest.raises(FormatError, match=":5: .options method=euler: not an integration"):
+        read_netlist(text)  # at its line, not only when the transient starts
+    deck = dataclasses.replace(read_netlist(text.replace("euler", "gear")),
+                               options={"method": "euler"})  # a Netlist made in code
     with pytest.raises(ValueError, match="method"):
         simulate_circuit(deck)

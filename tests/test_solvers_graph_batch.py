@@ -148,6 +148,12 @@ def test_one_leaf_swept_by_two_keys_is_refused(no_solve):
             solvers.solve_batch(cubics(), {".items[1].c": jnp.ones(2), other: jnp.ones(2)})
 
 
+def test_batch_starts_of_the_wrong_shape_are_named(no_solve):
+    for x0 in (jnp.ones(3), jnp.ones((3, 2)), jnp.ones((2, 2, 2)), 1.0):
+        with pytest.raises(ValueError, match="give \\(2,\\) .* or \\(2, 2\\)"):
+            solvers.solve_batch(cubics(), {".items[1].c": jnp.ones(2)}, x0=x0)
+
+
 def test_prebuilt_system_is_reused(monkeypatch):
     graph = drop()
     system = solvers.System.build(graph)

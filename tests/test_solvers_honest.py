@@ -229,6 +229,28 @@ def test_half_precision_solves_reach_the_root(dtype, solver):
     np.testing.assert_allclose(np.asarray(sol.x, np.float32), [1.0, 2.0, 3.0], rtol=1e-2)
 
 
+class IntResidual(sg.ReffableTreeNode):
+    x: jax.Array = sg.unknown(default=1.0)
+
+    def residual(self):
+        return (self.x > 2).astype(int)
+
+
+class ComplexResidual(sg.ReffableTreeNode):
+    x: jax.Array = sg.unknown(default=1.0)
+
+    def residual(self):
+        return self.x + 1j
+
+
+@pytest.mark.parametrize("node, match", [(IntResidual, "int64, but residuals must be real"),
+                                         (ComplexResidual, "real and imaginary parts")])
+def test_graph_residuals_that_are_not_real_floats_are_model_errors(node, match):
+    # An integer residual failed with "dtype([('float0', 'V')]) is not a valid dtype".
+    with pytest.raises(solvers.ModelError, match=match):
+        solvers.solve(node())
+
+
 def test_throw_inside_jit_raises_jax_runtime_error_quietly(caplog):
     @jax.jit
     def solve(p):

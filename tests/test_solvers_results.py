@@ -114,6 +114,30 @@ def test_worst_member_is_the_largest_residual_failure():
         sol.raise_if_failed()
 
 
+def test_message_of_a_batch_needs_a_member_index():
+    sol = solvers.solve_flat_batch(square, jnp.array([[1.0], [100.0], [1e4]]), jnp.array([2.0]),
+                                   params_axes=None, solver=solvers.Newton(max_steps=4))
+    with pytest.raises(TypeError, match="batch of 3 members: pass the member's index"):
+        sol.message()  # was numpy's "only 0-dimensional arrays can be converted"
+    assert sol.message(-1).startswith("member -1: max_steps_reached")
+    with pytest.raises(IndexError, match="member 3 is out of range.*0 to 2"):
+        sol.message(3)
+
+
+@pytest.mark.parametrize("fn, x0, match", [
+    (square, jnp.ones(1, jnp.float32), "float64 residuals for float32 unknowns"),
+    (lambda x, p: (x > 2).astype(int), jnp.ones(1), "int64 residuals"),
+    (lambda x, p: (x - p, x), jnp.ones(1), "one array of residuals, got tuple"),
+    (lambda x, p: x - p + 0j, jnp.ones(1), "real and imaginary parts"),
+])
+def test_residuals_of_the_wrong_type_are_named(fn, x0, match):
+    # Each failed deep inside JAX (a while_loop carry mismatch, float0 tangents, 'tuple'
+    # has no attribute 'shape', jnp.clip of complex) before it was checked.
+    for solver in (None, solvers.Newton()):
+        with pytest.raises(TypeError, match=match):
+            solvers.solve(fn, x0, jnp.array([2.0]), solver=solver)
+
+
 def test_throw_raises_eagerly():
     with pytest.raises(solvers.SolveError, match="max_steps_reached"):
         solvers.solve_flat(square, jnp.array([100.0]), 2.0, solver=solvers.Newton(max_steps=2),

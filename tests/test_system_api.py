@@ -53,6 +53,9 @@ def test_to_graph_with_batched_x_gives_a_batched_graph():
     batched = system.to_graph(xs)
     np.testing.assert_array_equal(batched.equations[2].x, [2.0, 5.0])
     assert np.shape(batched.equations[2].constant) == ()
+    for wrong in (jnp.ones(4), jnp.ones((2, 2)), jnp.asarray(1.0)):  # too long was accepted
+        with pytest.raises(ValueError, match="this System has 3 unknowns: give shape \\(3,\\)"):
+            system.to_graph(wrong)
 
 
 def test_paths_and_labels_name_every_entry():

@@ -16,6 +16,9 @@ import numpy as np
 from ._spice_numbers import format_spice_number as _num
 from ._spice_numbers import parse_spice_number
 
+#: ``.options method=`` words and the integration method each names.
+SPICE_METHODS = {"trap": "trapezoidal", "trapezoidal": "trapezoidal", "gear": "gear"}
+
 __all__ = [
     "GROUND", "Resistor", "Capacitor", "Inductor", "Diode", "VoltageSource", "CurrentSource",
     "DiodeModel", "Waveform", "OperatingPoint", "DCSweep", "Transient", "Netlist",

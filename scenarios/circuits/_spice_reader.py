@@ -15,8 +15,8 @@ import os
 
 from .._errors import FormatError
 from .._source import read_source
-from ._netlist import (_TOKEN_OK, GROUND, CurrentSource, DCSweep, Diode, DiodeModel, Netlist,
-                       OperatingPoint, Resistor, VoltageSource)
+from ._netlist import (_TOKEN_OK, GROUND, SPICE_METHODS, CurrentSource, DCSweep, Diode,
+                       DiodeModel, Netlist, OperatingPoint, Resistor, VoltageSource)
 from ._spice_transient import TransientCards
 from ._spice_numbers import parse_spice_number
 from ._spice_tokens import (_COMMENT, _SPECIAL, _AnyKey, _as_tokens, _skip_numbers, _Tok,
@@ -351,6 +351,9 @@ class _Reader(TransientCards):
             is_number = parse_spice_number(tok.text) is not None
             self.options[key] = (self._number(tok, f".options {key}") if is_number
                                  else self._word(tok, f".options {key} value").text)
+            if key == "method" and str(self.options[key]).lower() not in SPICE_METHODS:
+                raise self.error(tok, f".options method={tok.text}: not an integration method",
+                                 f"use one of {', '.join(sorted(SPICE_METHODS))}")
 
     def _ic_card(self, card: list[_Tok]) -> None:
         """``.ic``, remembering each node's token so :meth:`_finish` can name its line."""

@@ -24,6 +24,10 @@ class TransientCards:
         capacitor = name[0].upper() == "C"
         if "m" in params:
             m = self._number(params["m"], f"{name} multiplier m")
+            if m == 0.0:
+                parts = "capacitors" if capacitor else "inductors"
+                raise self.error(params["m"], f"{name}: multiplier m must be non-zero",
+                                 f"give the number of {parts} in parallel, e.g. m=2")
             value = value * m if capacitor else value / m
         if not (value > 0 and value < float("inf")):
             raise self.error(positional[0], f"{name}: value must be positive and finite")

@@ -23,7 +23,7 @@ import solvers
 from .._tables import pandas
 from .._trajectories import trajectories
 from ._build import build_circuit
-from ._netlist import Netlist, Transient, VoltageSource
+from ._netlist import SPICE_METHODS, Netlist, Transient, VoltageSource
 from ._solve import solve_circuit
 from ._spice_reader import read_netlist
 
@@ -93,9 +93,6 @@ def _option(netlist: Netlist, name: str, default: float) -> float:
     value = netlist.options.get(name, default)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
         and value > 0 else default
-
-
-SPICE_METHODS = {"trap": "trapezoidal", "trapezoidal": "trapezoidal", "gear": "gear"}
 
 
 def _method(netlist: Netlist) -> str:

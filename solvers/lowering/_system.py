@@ -192,6 +192,10 @@ class System:
         back as numpy arrays (fast on the host); traced ones as slices of the traced arrays.
         """
         params = self.params if params is None else params
+        if jnp.ndim(x) == 0 or jnp.shape(x)[-1] != self.n:
+            raise ValueError(f"x has shape {jnp.shape(x)}, but this System has {self.n} "
+                             f"unknowns: give shape ({self.n},), or (..., {self.n}) for a batch "
+                             "(the order of System.x0).")
         batch = tuple(jnp.shape(x)[:-1])
         cols = _objectwise.columns(self._s.an, x, params, batch)
         return _objectwise.rebuild(self._s.an, cols)[0]
@@ -278,11 +282,17 @@ def _check_residual_dtype(an, eq) -> None:
     type of x, and a residual promoted past it (float32 unknowns, float64 parameters) would
     otherwise fail deep inside the solver's loop."""
     x_dtype, f_dtype = np.dtype(an.x_dtype), np.dtype(eq.dtype)
-    if f_dtype == x_dtype or not (np.issubdtype(x_dtype, np.floating)
-                                  and np.issubdtype(f_dtype, np.inexact)):
+    if f_dtype == x_dtype or not np.issubdtype(x_dtype, np.floating):
         return
     unknowns = [f"{kind.cls.__name__}.{col.label}" for kind in an.kinds for col in kind.columns
                 if col.unknown]
+    if not np.issubdtype(f_dtype, np.floating):  # integer, bool or complex residuals
+        fix = ("return each complex equation's real and imaginary parts as two equations"
+               if np.issubdtype(f_dtype, np.complexfloating)
+               else f"return floats from residual() (e.g. .astype({str(x_dtype)!r}))")
+        raise ModelError(
+            f"the residual computes in {f_dtype}, but residuals must be real floats of the "
+            f"unknowns' type ({x_dtype}; {', '.join(unknowns[:4])}): {fix}.")
     raise ModelError(
         f"the residual computes in {f_dtype} but the unknowns ({', '.join(unknowns[:4])}"
         f"{', ...' if len(unknowns) > 4 else ''}) are {x_dtype}: Newton's iterates keep the "

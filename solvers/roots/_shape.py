@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 LEAST_SQUARES_HINT = (
     "For more equations than unknowns, solve in the least-squares sense with "
@@ -37,11 +38,33 @@ def check_shape(method: Any, m: int, n: int, least_squares: bool = False) -> Non
 
 
 def check_square(fn, x0, params, method: Any, least_squares: bool = False) -> None:
-    """``check_shape`` of F at trace time, after checking that x0 and F(x0) are vectors."""
+    """``check_shape`` of F at trace time, after checking that x0 and F(x0) are vectors
+    (`check_residual`)."""
     out = jax.eval_shape(fn, x0, params)
+    check_residual(out, x0)
     if x0.ndim != 1 or len(out.shape) != 1:
         raise ValueError(
             f"{method_name(method)} needs F: (n,) -> (m,) on flat vectors; got x0 of shape "
             f"{x0.shape} and F(x0) of shape {out.shape}. Flatten the unknowns into one vector."
         )
     check_shape(method, out.shape[0], x0.shape[0], least_squares)
+
+
+def check_residual(out: Any, x0) -> None:
+    """Raise unless F(x0) is one array of x0's float type: Newton's iterates keep x0's type,
+    and another type fails deep inside the solver's loop (or, for an integer F, its
+    derivative has no type)."""
+    if not hasattr(out, "dtype"):
+        raise TypeError(f"F must return one array of residuals, got {type(out).__name__}; "
+                        "stack them into one vector (jnp.concatenate or jnp.stack).")
+    if not jnp.issubdtype(out.dtype, jnp.floating):
+        hint = ("split each complex equation into its real and imaginary parts (two real "
+                "equations)" if jnp.issubdtype(out.dtype, jnp.complexfloating)
+                else f"compute it in {x0.dtype} (e.g. with .astype({str(x0.dtype)!r}))")
+        raise TypeError(f"F returns {out.dtype} residuals, but they must be real floats of "
+                        f"x0's type ({x0.dtype}): {hint}.")
+    if out.dtype != x0.dtype:
+        raise TypeError(
+            f"F returns {out.dtype} residuals for {x0.dtype} unknowns: Newton's iterates keep "
+            f"x0's type. Give the parameters x0's type (e.g. jnp.asarray(p, {str(x0.dtype)!r})), "
+            f"or pass x0 as {out.dtype}.")

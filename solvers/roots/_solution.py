@@ -220,11 +220,21 @@ FlatSolution = Solution
 
 
 def _as_index(index, shape) -> tuple:
+    """A member's index into arrays of ``shape``: None for an unbatched solution, a flat
+    (negative from the end) or a tuple index for a batch."""
+    size = int(np.prod(shape))
     if index is None:
+        if shape:
+            raise TypeError(f"this Solution holds a batch of {size} members: pass the member's "
+                            "index, e.g. message(sol.worst_index()), or read sol.summary().")
         return ()
     if isinstance(index, tuple):
         return index
-    return tuple(np.unravel_index(int(index), shape))
+    flat = int(index)
+    if not -size <= flat < size:
+        raise IndexError(f"member {flat} is out of range: this Solution holds {size} "
+                         f"member(s), 0 to {size - 1} (or -{size} to -1 from the end).")
+    return tuple(np.unravel_index(flat % size, shape))
 
 
 def make_solution(x, result, iterations, num_fev, num_jev, residual_norm,

@@ -22,6 +22,7 @@ from ..linear._abstract import AbstractLinearSolver
 from ._method import AbstractRootMethod, Continuation, FlatProblem, StepLimit
 from ._polyalgorithm import Default
 from ._precision import for_dtype
+from ._shape import check_residual
 from ._solution import Solution, SolveError
 from ._host_fallback import sends_fallbacks_to_host
 from ._staging import run_staged, stages_of
@@ -125,8 +126,7 @@ def solve_member(problem: FlatProblem, method: AbstractRootMethod, x0, params,
     if not isinstance(method, Default):
         return _attempt(problem, method, x0, params) if concrete else _solve_jit(
             problem, method, x0, params)
-    m, n = shape if shape is not None else (
-        int(np.prod(jax.eval_shape(problem.fn, *bare).shape)), int(x0.shape[-1]))
+    m, n = shape if shape is not None else (_equations(problem.fn, *bare), int(x0.shape[-1]))
     if concrete and _one_program(problem, method, m, n):
         return _solve_jit(problem, method, x0, params)
     sol = run_staged(method, m, n, lambda stage, _: _attempt(problem, stage, *bare))
@@ -134,6 +134,13 @@ def solve_member(problem: FlatProblem, method: AbstractRootMethod, x0, params,
         return sol
     x = implicit_solution(problem.fn, linear_solver_of(method), sol.x, params, sol.converged)
     return dataclasses.replace(sol, x=x)
+
+
+def _equations(fn, x0, params) -> int:
+    """How many equations F has (its output, checked: `check_residual`)."""
+    out = jax.eval_shape(fn, x0, params)
+    check_residual(out, x0)
+    return int(np.prod(out.shape))
 
 
 def _one_program(problem: FlatProblem, method: Default, m: int, n: int) -> bool:

@@ -331,6 +331,16 @@ def test_empty_system_and_batch_are_clear_errors():
     with pytest.raises(ValueError, match="empty"):
         solvers.solve_batch(Square(), {".c": jnp.zeros(0)})
 
+    class Empty(sg.ReffableTreeNode):
+        x: jax.Array = sg.unknown(default=jnp.zeros(0))
+
+        def residual(self):
+            return self.x
+
+    # was "no node declares a field with sg.unknown()", which it does
+    with pytest.raises(solvers.ModelError, match="fields \\(Empty.x\\) hold empty arrays"):
+        solvers.solve(Empty())
+
 
 def test_complex_unknowns_are_refused():
     class Phasor(sg.ReffableTreeNode):

@@ -108,6 +108,12 @@ def counts(an, eq: Equations) -> tuple[dict, dict]:
 def check_counts(an, eq: Equations, square: bool) -> None:
     """A square solve needs as many equations as unknowns; say who brings how many."""
     if an.n == 0:
+        empty = [f"{kind.cls.__name__}.{col.label}" for kind in an.kinds for col in kind.columns
+                 if col.unknown]
+        if empty:
+            raise EquationCountError(
+                f"the graph has no unknowns: its sg.unknown() fields ({listing(empty)}) hold "
+                "empty arrays. Give them at least one value to solve for.")
         raise EquationCountError(
             "the graph has no unknowns: no node declares a field with sg.unknown(). Mark the "
             "values to solve for, e.g. `v: jax.Array = sg.unknown(default=0.0)`."

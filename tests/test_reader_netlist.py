@@ -228,7 +228,7 @@ ERRORS = [
     ("V1 1 0 5\nR1 1 0 1e300 m=1e-300", 3, "out of range"),
     (".model DM D\nD1 1 0 DM area=1e200 m=1e200", 3, "area must be positive and finite"),
     ("V1 1 0 5\nL1 1 0 1m m=0", 3, "L1: multiplier m must be non-zero"),  # was ZeroDivisionError
-    ("V1 1 0 5\nR1 1 0 1k\n.options method=foo", 4, "not an integration method"),
+    ("V1 1 0 5\nR1 1 0 1k\n.options method=foo\n.tran 1u 1m", 4, "not an integration method"),
 ]
 
 
@@ -274,3 +274,9 @@ def test_netlist_without_elements_is_an_error(text: str) -> None:
 def test_netlist_constructor_refuses_unwritable_data(build, words: str) -> None:
     with pytest.raises(ValueError, match=words):
         build()
+
+
+def test_options_method_is_checked_only_where_a_tran_integrates():
+    # An .op deck never integrates: ngspice reads it whatever the method says.
+    deck = read_netlist("t\nV1 1 0 5\nR1 1 0 1k\n.options method=euler\n.op\n.end\n")
+    assert deck.options["method"] == "euler"

@@ -139,6 +139,8 @@ def test_values_that_would_lose_their_kind_are_refused(no_solve):
     with pytest.raises(sg.GraphTypeError, match="e.g. 2.0, not 2"):
         system.set_params(system.params, {".items[1].c": 16.9})
     assert system.set_params(system.params, {".items[1].c": 17})["Cubic"]["c"].tolist() == [2, 17]
+    unsigned = solvers.System.build(sg.Bundle(Cubic(np.uint32(2), Slope(2))))
+    assert unsigned.set_params(unsigned.params, {".items[0].c": 5})["Cubic"]["c"].tolist() == [5]
 
 
 def test_one_leaf_swept_by_two_keys_is_refused(no_solve):

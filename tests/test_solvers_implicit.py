@@ -115,6 +115,9 @@ def test_failed_member_can_be_masked_without_nan_gradients():
     p = jnp.array([4.0, -1.0, 9.0])  # member 1 has no real root
     g = jax.grad(loss)(p)
     np.testing.assert_allclose(g, [0.25, 0.0, 1.0 / 6.0], rtol=1e-8)
+    # Second derivatives too: the failed member's NaN stays on its (masked) first derivative.
+    np.testing.assert_allclose(jax.hessian(loss)(p), np.diag([-4.0 ** -1.5, 0.0, -9.0 ** -1.5]) / 4,
+                               rtol=1e-8, atol=1e-15)
 
 
 def _cubic_root(p):

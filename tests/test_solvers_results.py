@@ -117,11 +117,28 @@ def test_worst_member_is_the_largest_residual_failure():
 def test_message_of_a_batch_needs_a_member_index():
     sol = solvers.solve_flat_batch(square, jnp.array([[1.0], [100.0], [1e4]]), jnp.array([2.0]),
                                    params_axes=None, solver=solvers.Newton(max_steps=4))
-    with pytest.raises(TypeError, match="batch of 3 members: pass the member's index"):
+    with pytest.raises(TypeError, match="batch of 3 members: pass a member's index"):
         sol.message()  # was numpy's "only 0-dimensional arrays can be converted"
     assert sol.message(-1).startswith("member -1: max_steps_reached")
     with pytest.raises(IndexError, match="member 3 is out of range.*0 to 2"):
         sol.message(3)
+    for bad in (1.5, True):
+        with pytest.raises(TypeError):
+            sol.message(bad)
+
+
+def test_narrower_residuals_keep_working_where_the_loop_allows_them():
+    # float32 F for float64 unknowns: TrustRegion and LevenbergMarquardt carry it (Newton's
+    # loop cannot, and says so); float64 F for float32 unknowns no loop carries.
+    narrow = lambda x, p: (x ** 2 - p).astype(jnp.float32)  # noqa: E731
+    for method in (solvers.TrustRegion(), solvers.LevenbergMarquardt()):
+        sol = solvers.solve(narrow, jnp.ones(1), jnp.array([2.0]), solver=method)
+        assert code(sol) is RESULTS.successful
+    with pytest.raises(TypeError, match="solvers.Newton\\(\\) keeps its iterates in x0's type"):
+        solvers.solve(narrow, jnp.ones(1), jnp.array([2.0]), solver=solvers.Newton())
+    with pytest.raises(TypeError, match="solvers.TrustRegion\\(\\) keeps"):
+        solvers.solve(square, jnp.ones(1, jnp.float32), jnp.array([2.0]),
+                      solver=solvers.TrustRegion())
 
 
 @pytest.mark.parametrize("fn, x0, match", [

@@ -16,7 +16,8 @@ import os
 from .._errors import FormatError
 from .._source import read_source
 from ._netlist import (_TOKEN_OK, GROUND, SPICE_METHODS, CurrentSource, DCSweep, Diode,
-                       DiodeModel, Netlist, OperatingPoint, Resistor, VoltageSource)
+                       DiodeModel, Netlist, OperatingPoint, Resistor, Transient,
+                       VoltageSource)
 from ._spice_transient import TransientCards
 from ._spice_numbers import parse_spice_number
 from ._spice_tokens import (_COMMENT, _SPECIAL, _AnyKey, _as_tokens, _skip_numbers, _Tok,
@@ -59,6 +60,7 @@ class _Reader(TransientCards):
         self.temperature: float | None = None
         self.initial: dict[str, float] = {}
         self.initial_tokens: dict[str, _Tok] = {}   # .ic node -> where it was named
+        self.method_token: _Tok | None = None       # .options method=, checked with a .tran
         self.title = ""
         self.nodes: dict[str, str] = {}
         self.lines_read = 0
@@ -351,9 +353,8 @@ class _Reader(TransientCards):
             is_number = parse_spice_number(tok.text) is not None
             self.options[key] = (self._number(tok, f".options {key}") if is_number
                                  else self._word(tok, f".options {key} value").text)
-            if key == "method" and str(self.options[key]).lower() not in SPICE_METHODS:
-                raise self.error(tok, f".options method={tok.text}: not an integration method",
-                                 f"use one of {', '.join(sorted(SPICE_METHODS))}")
+            if key == "method":
+                self.method_token = tok  # checked in `_finish` when the deck has a .tran
 
     def _ic_card(self, card: list[_Tok]) -> None:
         """``.ic``, remembering each node's token so :meth:`_finish` can name its line."""
@@ -394,8 +395,17 @@ class _Reader(TransientCards):
             temperature = temp_option if isinstance(temp_option, float) else 27.0
         models = {m.name: m for m, _ in self.models.values()}
         self._check_initial(elements)
+        self._check_method(analyses)
         return Netlist(self.title, tuple(elements), models, tuple(analyses), self.options,
                        temperature, self.initial)
+
+    def _check_method(self, analyses: list) -> None:
+        """``.options method=`` names an integration method, where a ``.tran`` integrates."""
+        tok = self.method_token
+        if (tok is not None and any(isinstance(a, Transient) for a in analyses)
+                and str(self.options["method"]).lower() not in SPICE_METHODS):
+            raise self.error(tok, f".options method={tok.text}: not an integration method",
+                             f"use one of {', '.join(sorted(SPICE_METHODS))}")
 
     def _check_initial(self, elements: list) -> None:
         """Each ``.ic`` node is a node some element connects (ground is always 0 V)."""

@@ -278,13 +278,15 @@ class Paths:
         return self._leaf_path(int(kind.members[item[2]]), kind.columns[item[1]])
 
     def check_dtype(self, label: str, picked, dtype) -> None:
-        """Raise if values of ``dtype`` would lose their kind in the selected leaves' type
-        (a float into an int leaf drops its fraction, a complex into a float its imaginary
-        part); a narrower float (float64 into float32) is fine."""
-        an = self.s.an
+        """Raise if values of ``dtype`` would lose their kind in the selected leaves' type: a
+        float into an integer or bool leaf drops its fraction, a complex into a real one its
+        imaginary part. Narrower floats and integers (float64 into float32, int into uint
+        or bool) are cast as before."""
+        an, kind = self.s.an, np.dtype(dtype).kind
         for item in picked:
             col = an.kinds[item[0]].columns[item[1]]
-            if not np.can_cast(dtype, col.dtype, casting="same_kind"):
+            leaf = np.dtype(col.dtype).kind
+            if (kind == "f" and leaf in "biu") or (kind == "c" and leaf != "c"):
                 raise sg.GraphTypeError(
                     f"value for {label} is {np.dtype(dtype)}, but the leaf {self.leaf_path(item)} "
                     f"it selects is {np.dtype(col.dtype)}: the values would be cast, silently "

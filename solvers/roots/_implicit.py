@@ -6,7 +6,8 @@ layer attaches the derivative. It is a ``custom_jvp`` whose tangent is a
 ``lax.custom_linear_solve`` with the linear solver's ``solve`` and ``solve_transpose``, so
 forward mode, reverse mode (which transposes that solve) and ``vmap`` all work, and sparse
 or matrix-free back ends plug in unchanged. The rule's x* is itself the differentiable
-root, so second and higher derivatives (``jax.hessian``) are exact too. Values that ``fn`` closes over are hoisted
+root, so second and higher derivatives are exact too (forward mode through the sparse and
+banded back ends fails: a vmap over tangents of their solve; reverse mode works). Values that ``fn`` closes over are hoisted
 with ``jax.closure_convert`` and differentiated too.
 
 Gradients are meaningful only for converged members: a member that did not converge gets
@@ -56,16 +57,19 @@ def _root_jvp(fn, linear_solver, primals, tangents):
     x_star, args, poison = primals
     _, d_args, _ = tangents
     # The root again, not a constant: differentiating this rule (second derivatives) then
-    # sees x* move with the parameters through this same rule.
-    x_star = _root(fn, linear_solver, lax.stop_gradient(x_star), args, poison)
+    # sees x* move with the parameters through this same rule. A failed member's x* there
+    # moves not at all (poison 0, not NaN): its NaN belongs on dx alone, where a mask
+    # (jnp.where on `converged`) removes it, also from second derivatives.
+    x_star = _root(fn, linear_solver, lax.stop_gradient(x_star), args,
+                   jnp.where(jnp.isnan(poison), jnp.zeros_like(poison), poison))
     f = partial(_call, fn)
     _, op = linear_solver.linearize(f, x_star, args)
     _, rhs = jax.jvp(lambda a: f(x_star, a), (args,), (d_args,))
 
     def safe(solve, b):
         # J^{-1} 0 = 0 even when J is singular, so masked-out members give zero, not NaN;
-        # `poison` (1, or NaN for a failed member) inside the solve keeps it so.
-        zero = jnp.all(b == 0)
+        # `poison` (1, NaN for a failed member, 0 for its x* inside this rule) keeps it so.
+        zero = jnp.all(b == 0) | jnp.all(poison == 0)
         return jnp.where(zero, jnp.zeros_like(b),
                          poison * solve(op, jnp.where(zero, 1.0, b)))
 

@@ -17,7 +17,7 @@ from jax import lax
 
 from .._result import RESULTS
 from ._method import AbstractRootMethod, FlatProblem, code, initial_checks, max_abs
-from ._shape import check_square
+from ._shape import check_residual_type, check_square
 from ._solution import FlatSolution, make_solution
 
 
@@ -85,6 +85,7 @@ class AbstractIterativeMethod(AbstractRootMethod):
         """``run`` with ``options`` for ``init`` (values that may be traced)."""
         check_square(problem.fn, x0, params, self, self.least_squares)
         x0, f0, result, done = self.start(problem, x0, params, active)
+        check_residual_type(f0.dtype, x0, self, exact=False)
         zero = jnp.zeros((), jnp.int32)
         carry = Iteration(self.init(problem, x0, f0, params, options), zero, zero + 1, zero,
                           result, done)

@@ -51,9 +51,8 @@ def check_square(fn, x0, params, method: Any, least_squares: bool = False) -> No
 
 
 def check_residual(out: Any, x0) -> None:
-    """Raise unless F(x0) is one array of x0's float type: Newton's iterates keep x0's type,
-    and another type fails deep inside the solver's loop (or, for an integer F, its
-    derivative has no type)."""
+    """Raise unless F(x0) is one array of real floats (an integer F has no derivative type,
+    a complex one no order for the line search)."""
     if not hasattr(out, "dtype"):
         raise TypeError(f"F must return one array of residuals, got {type(out).__name__}; "
                         "stack them into one vector (jnp.concatenate or jnp.stack).")
@@ -63,8 +62,15 @@ def check_residual(out: Any, x0) -> None:
                 else f"compute it in {x0.dtype} (e.g. with .astype({str(x0.dtype)!r}))")
         raise TypeError(f"F returns {out.dtype} residuals, but they must be real floats of "
                         f"x0's type ({x0.dtype}): {hint}.")
-    if out.dtype != x0.dtype:
+
+
+def check_residual_type(f_dtype, x0, method: Any, exact: bool) -> None:
+    """Raise where the iteration's carry would change type: F wider than x0 promotes the
+    iterates (every loop here), and for Newton any other type than x0's (``exact``)."""
+    wider = jnp.promote_types(f_dtype, x0.dtype) != x0.dtype
+    if wider or (exact and f_dtype != x0.dtype):
         raise TypeError(
-            f"F returns {out.dtype} residuals for {x0.dtype} unknowns: Newton's iterates keep "
-            f"x0's type. Give the parameters x0's type (e.g. jnp.asarray(p, {str(x0.dtype)!r})), "
-            f"or pass x0 as {out.dtype}.")
+            f"F returns {f_dtype} residuals for {x0.dtype} unknowns, but "
+            f"{method_name(method)} keeps its iterates in x0's type. Give the parameters "
+            f"x0's type (e.g. jnp.asarray(p, {str(x0.dtype)!r})) and compute F in it, or pass "
+            f"x0 as {f_dtype}.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 from typing import Any, Optional
 
 import jax
@@ -225,12 +226,15 @@ def _as_index(index, shape) -> tuple:
     size = int(np.prod(shape))
     if index is None:
         if shape:
-            raise TypeError(f"this Solution holds a batch of {size} members: pass the member's "
-                            "index, e.g. message(sol.worst_index()), or read sol.summary().")
+            raise TypeError(f"this Solution holds a batch of {size} members: pass a member's "
+                            "index (message(0); sol.worst_index() names the worst failure), or "
+                            "read sol.summary().")
         return ()
     if isinstance(index, tuple):
         return index
-    flat = int(index)
+    if isinstance(index, (bool, np.bool_)):
+        raise TypeError(f"a member index must be an integer, got {index!r}.")
+    flat = operator.index(index)
     if not -size <= flat < size:
         raise IndexError(f"member {flat} is out of range: this Solution holds {size} "
                          f"member(s), 0 to {size - 1} (or -{size} to -1 from the end).")

@@ -271,7 +271,6 @@ class Paths:
                     new[kind.label][col.label] = jnp.asarray(old).at[rows].set(vals)
         return new
 
-
     def leaf_path(self, item: tuple) -> str:
         """The key path of a selected leaf ``(kind, column, row)``."""
         kind = self.s.an.kinds[item[0]]

@@ -58,6 +58,9 @@ class AbstractIterativeMethod(AbstractRootMethod):
     loop, the counters, the result codes) is shared. Concrete methods have ``atol`` and
     ``max_steps`` fields."""
 
+    #: Whether the loop's state needs F in x0's exact type (not only no wider than it).
+    exact_residual_type = False
+
     @abc.abstractmethod
     def init(self, problem: FlatProblem, x0, f0, params: Any, options: Any) -> Any:
         """The method's state at the (checked) start ``x0`` with ``f0 = F(x0)``."""
@@ -85,7 +88,7 @@ class AbstractIterativeMethod(AbstractRootMethod):
         """``run`` with ``options`` for ``init`` (values that may be traced)."""
         check_square(problem.fn, x0, params, self, self.least_squares)
         x0, f0, result, done = self.start(problem, x0, params, active)
-        check_residual_type(f0.dtype, x0, self, exact=False)
+        check_residual_type(f0.dtype, x0, self, exact=self.exact_residual_type)
         zero = jnp.zeros((), jnp.int32)
         carry = Iteration(self.init(problem, x0, f0, params, options), zero, zero + 1, zero,
                           result, done)

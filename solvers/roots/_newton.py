@@ -12,7 +12,6 @@ from jax import lax
 
 from ..linear._dense import DenseLU
 from ._iterate import AbstractIterativeMethod, Progress
-from ._shape import check_residual_type
 from ._line_search import LineSearchResult, backtrack, half_sq_norm
 from ..linear._abstract import AbstractLinearSolver, failure_code
 from ._method import (FlatProblem, apply_step_limit, check_count, check_tolerances, code,
@@ -49,6 +48,8 @@ class Newton(AbstractIterativeMethod):
     (traced: one compiled loop serves several lengths, as ``Default`` runs it).
     """
 
+    exact_residual_type = True  # its line search keeps F in the carry beside x
+
     rtol: float = 1e-10
     atol: float = 1e-10
     max_steps: int = 50
@@ -64,7 +65,6 @@ class Newton(AbstractIterativeMethod):
         check_tolerances(self, "rtol", "atol", "rcond_tol")
 
     def init(self, problem: FlatProblem, x0, f0, params: Any, options: Any) -> _State:
-        check_residual_type(f0.dtype, x0, self, exact=True)
         phi0 = half_sq_norm(f0)
         watchdog = jnp.asarray(self.watchdog if options is None else options, jnp.int32)
         return _State(x0, f0, phi0, (x0, f0, phi0), jnp.zeros((), jnp.int32),

@@ -66,7 +66,7 @@ def check_residual(out: Any, x0) -> None:
 
 def check_residual_type(f_dtype, x0, method: Any, exact: bool) -> None:
     """Raise where the iteration's carry would change type: F wider than x0 promotes the
-    iterates (every loop here), and for Newton any other type than x0's (``exact``)."""
+    iterates (every loop here); with ``exact`` (Newton) any other type than x0's does."""
     wider = jnp.promote_types(f_dtype, x0.dtype) != x0.dtype
     if wider or (exact and f_dtype != x0.dtype):
         raise TypeError(

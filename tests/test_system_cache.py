@@ -154,6 +154,28 @@ def test_new_values_hit_the_cache_and_compile_nothing(monkeypatch, leaf):
             np.testing.assert_array_equal(second.lowered.params[label][name], value)
 
 
+@pytest.mark.parametrize("hook", ["residual", "step_limit"])
+def test_a_method_reassigned_after_a_solve_is_lowered_and_compiled_again(hook):
+    class Square(sg.ReffableTreeNode):
+        p: jax.Array
+        x: jax.Array = sg.unknown(default=1.0)
+
+        def residual(self):
+            return self.x ** 2 - self.p
+
+    graph = Square(jnp.asarray(4.0))
+    np.testing.assert_allclose(solvers.solve(graph).x, [2.0], rtol=1e-12)
+    if hook == "residual":
+        Square.residual = lambda self: self.x - self.p
+        np.testing.assert_allclose(solvers.solve(graph).x, [4.0], rtol=1e-12)
+        np.testing.assert_allclose(solvers.solve_batch(graph, {"p": jnp.asarray([3.0, 5.0])}).x,
+                                   [[3.0], [5.0]], rtol=1e-12)
+    else:  # a hook the class did not have: found on the next build
+        Square.step_limit = lambda self, dx: 0.5
+        assert solvers.System.build(graph).has_step_limit
+    assert len(_system._STRUCTURES) == 2
+
+
 def test_a_changed_leaf_shape_or_dtype_is_analysed_again():
     first = solvers.System.build(chain([1.0, 8.0]))
     ints = Chain([Cell(jnp.asarray(1.0)), Cell(jnp.asarray(8, dtype=jnp.int32))])  # same treedef

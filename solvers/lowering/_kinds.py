@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 from typing import Any
 
 import jax
@@ -121,6 +122,41 @@ class Analysis:
     @property
     def n_nodes(self) -> int:
         return len(self.kind_of)
+
+
+#: The methods a lowering calls on each class: a structure is lowered, and its programs are
+#: compiled, for the functions these names held then (`hooks`, `HookProbe`).
+HOOKS = ("residual", "contributions", "step_limit", "charge")
+
+
+def hooks(classes: tuple) -> tuple:
+    """The hook functions of ``classes`` now (None where a class has none, or a field of
+    that name): part of the lowering's cache key, so a method assigned to a class after a
+    solve (``Cls.residual = f``) gets its own lowering and compiled programs."""
+    found = [getattr(cls, name, None) for cls in classes for name in HOOKS]
+    return tuple([f if callable(f) else None for f in found])
+
+
+class HookProbe:
+    """Tells, in about a microsecond, whether any class on the classes' MROs has had a hook
+    name assigned or deleted since the probe was made (read on every structure-cache hit).
+    The namespaces are live views, and the values read at first are kept (so their ids
+    stay unique): an unchanged class gives the very same objects."""
+
+    def __init__(self, classes):
+        bases = dict.fromkeys(c for cls in classes for c in cls.__mro__ if c is not object)
+        self._views = tuple(vars(c) for c in bases for _ in HOOKS)
+        self._names = HOOKS * len(bases)
+        self._seen = self._read()
+
+    def _read(self) -> list:
+        return list(map(_view_get, self._views, self._names))
+
+    def unchanged(self) -> bool:
+        return all(map(operator.is_, self._read(), self._seen))
+
+
+_view_get = type(vars(object)).get  # mappingproxy.get
 
 
 @functools.lru_cache(maxsize=2)

@@ -42,6 +42,12 @@ class _Structure:
         self.paths = Paths(self)
         self.element = None  # `element_jacobian`, built on first use
         self.has_step_limit = any(k.method("step_limit") is not None for k in an.kinds)
+        self._hook_probe = _kinds.HookProbe(k.cls for k in an.kinds)
+
+    def hooks_current(self) -> bool:
+        """Whether the classes still have the hook functions this structure was lowered for
+        (the key holds them; a reassigned ``Cls.residual`` needs a new lowering)."""
+        return self._hook_probe.unchanged()
 
     def element_jacobian(self, pattern):
         """dF/dx assembled element by element (`ElementJacobian`) when ``pattern`` is this
@@ -87,6 +93,8 @@ class System:
         leaves, treedef = jax.tree_util.tree_flatten(root)
         plan_key = (treedef, evaluation, bool(jax.config.jax_enable_x64))
         plan = _PLANS.get(plan_key)
+        if plan is not None and not plan.structure.hooks_current():
+            plan = None  # a class's method was reassigned since: lower again
         values = None if plan is None else plan.gather(leaves)
         if values is None:
             plan = _plan(sg.structure(treedef), leaves, evaluation, plan_key)
@@ -311,9 +319,13 @@ def _keep(cache: OrderedDict, key, value) -> None:
 def _cache_key(an, evaluation: str) -> tuple:
     """What the lowering depends on: the kinds (class, statics, field structure, leaf shapes
     and dtypes), which node is of which kind, the references, and the dtype setting. Never
-    values: parameters and starts are always gathered from the graph being built."""
+    values: parameters and starts are always gathered from the graph being built. The
+    classes' hook functions are in it, so a reassigned method gets its own lowering and
+    compiled programs (jitted solves are keyed by the structure)."""
+    classes = tuple(dict.fromkeys(k.cls for k in an.kinds))
     return (evaluation, bool(jax.config.jax_enable_x64), tuple(k.key for k in an.kinds),
-            an.kind_of.tobytes(), tuple(k.slots.tobytes() for k in an.kinds))
+            an.kind_of.tobytes(), tuple(k.slots.tobytes() for k in an.kinds),
+            _kinds.hooks(classes))
 
 
 def _evaluator(an, evaluation: str):

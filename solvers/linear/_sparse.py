@@ -18,7 +18,8 @@ solver directly. They differ in the solve:
 ``solve`` factors the operator's values every call (Newton calls it once per linearize)
 and wraps the solve in ``lax.custom_linear_solve``, so gradients flow to ``b`` and to the
 Jacobian's values through ``matvec`` without differentiating through the factorization;
-``solve_with_result`` also returns the solve's result code.
+``solve_with_result`` also returns the solve's result code (its derivative, through a
+``custom_jvp``, is the same ``J^{-1} (db - dJ x)``).
 """
 
 from __future__ import annotations
@@ -145,28 +146,48 @@ class _AbstractSparseSolver(AbstractLinearSolver):
     def to_dense(self, operator):
         return self._jac().to_dense(operator)
 
-    def _custom_solve(self, operator, b, solve, solve_t) -> LinearSolution:
-        """``J^{-1} b`` and its code; derivatives use ``matvec`` (not the solve's internals)."""
+    def _custom_value(self, operator, b, solve, solve_t) -> jax.Array:
+        """``J^{-1} b``; derivatives use ``matvec`` (not the solve's internals)."""
         self._jac().check_rhs(operator, b)
         data = lax.stop_gradient(operator.data)
-        x, result = lax.custom_linear_solve(
+        return lax.custom_linear_solve(
             lambda v: self.matvec(operator, v), b,
-            solve=lambda _, r: solve(data, r), transpose_solve=lambda _, r: solve_t(data, r),
-            has_aux=True)
-        return LinearSolution(x, result)
+            solve=lambda _, r: solve(data, r)[0], transpose_solve=lambda _, r: solve_t(data, r)[0])
 
     def solve_with_result(self, operator, b):
-        return self._custom_solve(operator, b, self._solve(False), self._solve(True))
+        self._jac().check_rhs(operator, b)
+        return _coded_solve(self, operator, b)
 
     def solve(self, operator, b):
-        return self.solve_with_result(operator, b).value
+        return self._custom_value(operator, b, self._solve(False), self._solve(True))
 
     def solve_transpose(self, operator, b):
-        return self._custom_solve(operator, b, self._solve(True), self._solve(False)).value
+        return self._custom_value(operator, b, self._solve(True), self._solve(False))
 
     def _solve(self, transpose):
         """A ``(data, b) -> (x, result code)`` function for J (or J^T)."""
         raise NotImplementedError
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _coded_solve(solver: _AbstractSparseSolver, operator, b) -> LinearSolution:
+    """``J^{-1} b`` with the solve's result code. Its derivative is ``J^{-1} (db - dJ x)``
+    through `solve` (so through ``matvec``, never the factorization). Not a
+    ``custom_linear_solve`` with the code as aux output: JAX batches aux outputs, which
+    under ``jacfwd`` (a vmap over tangents) batched the Newton loop that calls this and
+    then the primal root ("got axis spec None but output was batched")."""
+    x, code = solver._solve(False)(lax.stop_gradient(operator.data), b)
+    return LinearSolution(x, code)
+
+
+@_coded_solve.defjvp
+def _coded_solve_jvp(solver, primals, tangents):
+    operator, b = primals
+    d_operator, d_b = tangents
+    out = _coded_solve(solver, operator, b)
+    _, d_jx = jax.jvp(lambda op: solver.matvec(op, out.value), (operator,), (d_operator,))
+    dx = solver.solve(operator, d_b - d_jx)
+    return out, LinearSolution(dx, np.zeros(np.shape(out.result), jax.dtypes.float0))
 
 
 def with_finite_result(solve):

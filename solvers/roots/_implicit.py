@@ -6,9 +6,8 @@ layer attaches the derivative. It is a ``custom_jvp`` whose tangent is a
 ``lax.custom_linear_solve`` with the linear solver's ``solve`` and ``solve_transpose``, so
 forward mode, reverse mode (which transposes that solve) and ``vmap`` all work, and sparse
 or matrix-free back ends plug in unchanged. The rule's x* is itself the differentiable
-root, so second and higher derivatives are exact too (forward mode through the sparse and
-banded back ends fails: a vmap over tangents of their solve; reverse mode works). Values
-that ``fn`` closes over are hoisted with ``jax.closure_convert`` and differentiated too.
+root, so second and higher derivatives are exact too. Values that ``fn`` closes over are
+hoisted with ``jax.closure_convert`` and differentiated too.
 
 Gradients are meaningful only for converged members: a member that did not converge gets
 NaN derivatives (never a finite or infinite number that looks usable), while a zero

@@ -89,6 +89,32 @@ def test_a_results_directory_of_another_sweep_is_refused(tmp_path, change, part)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
+class Scaled(sg.ReffableTreeNode):
+    c: float
+    other: Cubic
+    mode: str = sg.static(default="plain")
+    x: float = sg.unknown(default=1.0)
+
+    def residual(self):
+        scale = 2.0 if self.mode == "double" else 1.0
+        return self.x - scale * self.c - self.other.x
+
+
+@pytest.mark.parametrize("change", ["static", "reference"])
+def test_a_sweep_of_another_model_structure_is_refused(tmp_path, change):
+    # A static field or a reference changes the model but none of the node paths: the
+    # second sweep returned the first one's results from the directory.
+    def model(mode="plain", swap=False):
+        a, b = Cubic(jnp.asarray(1.0)), Cubic(jnp.asarray(8.0))
+        return sg.Bundle(a, b, Scaled(jnp.asarray(1.0), b if swap else a, mode=mode))
+
+    run = lambda g: solvers.solve_batch(g, {"items[2].c": VALUES[:4]}, NEWTON,  # noqa: E731
+                                        chunk_size=2, results_dir=tmp_path)
+    run(model())
+    with pytest.raises(solvers.SweepMismatchError, match="structure differs"):
+        run(model(mode="double") if change == "static" else model(swap=True))
+
+
 def test_unreadable_manifest_is_refused(tmp_path):
     (tmp_path / "manifest.json").write_text("{not json")
     with pytest.raises(solvers.SweepMismatchError, match="manifest"):

@@ -84,7 +84,8 @@ def sweep_fingerprint(system: Any, keys: tuple, batched: tuple, start: Any,
                       method: Any) -> dict[str, str]:
     """Digests of what a sweep's results depend on, part by part (to say which differs)."""
     labels = "\n".join([repr(system)] + system.unknown_paths() + system.residual_labels())
-    return {"structure": digest(labels), "base parameters": digest(system.params),
+    structure = (labels, system.structure.persistent_key())  # statics and references too
+    return {"structure": digest(structure), "base parameters": digest(system.params),
             "swept parameters": digest((tuple(str(k.key) for k in keys), batched)),
             "start": digest(start), "solver": digest(repr(method))}
 

@@ -89,7 +89,8 @@ class SweepStore:
         if differ:
             raise SweepMismatchError(
                 f"results directory {str(self.directory)!r} holds a different sweep: its "
-                f"{', '.join(differ)} differ from this one's. Resume only with the same "
+                f"{', '.join(differ)} {'differs' if len(differ) == 1 else 'differ'} from this "
+                "one's. Resume only with the same "
                 "arguments; for a new sweep give a new (or empty) results directory.")
 
     def chunk_path(self, start: int, stop: int) -> Path:

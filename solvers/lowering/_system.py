@@ -44,6 +44,15 @@ class _Structure:
         self.has_step_limit = any(k.method("step_limit") is not None for k in an.kinds)
         self._hook_probe = _kinds.HookProbe(k.cls for k in an.kinds)
 
+    def persistent_key(self) -> tuple:
+        """What the lowering depends on, as values a digest can read in any process (class
+        names, static values' reprs, reference and kind index arrays): `key` without object
+        identities, for a sweep's results directory to refuse another model."""
+        kinds = [f"{k.cls.__module__}.{k.cls.__qualname__} {k.statics!r} {k.key[2:]!r}"
+                 for k in self.an.kinds]
+        return ("\n".join([self.mode] + kinds), self.an.kind_of,
+                tuple(k.slots for k in self.an.kinds))
+
     def hooks_current(self) -> bool:
         """Whether the classes still have the hook functions this structure was lowered for
         (the key holds them; a reassigned ``Cls.residual`` needs a new lowering)."""

@@ -228,6 +228,7 @@ ERRORS = [
     ("V1 1 0 5\nR1 1 0 1e300 m=1e-300", 3, "out of range"),
     (".model DM D\nD1 1 0 DM area=1e200 m=1e200", 3, "area must be positive and finite"),
     ("V1 1 0 5\nL1 1 0 1m m=0", 3, "L1: multiplier m must be non-zero"),  # was ZeroDivisionError
+    (".model DM D\nD1 1 0 DM\n+ m=0", 4, "D1: multiplier m must be non-zero"),  # at m, not D1
     ("V1 1 0 5\nR1 1 0 1k\n.options method=foo\n.tran 1u 1m", 4, "not an integration method"),
 ]
 

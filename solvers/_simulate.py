@@ -146,9 +146,16 @@ def _grid(t_eval, t0) -> tuple[jax.Array, jax.Array]:
     grid = jnp.asarray(t_eval, jnp.result_type(float))
     if grid.ndim != 1 or grid.shape[0] < 1:
         raise ValueError(f"t_eval must be a 1-D array of output times, got shape {grid.shape}.")
-    if is_concrete(grid) and not bool(np.all(np.diff(np.asarray(grid)) > 0)):
-        raise ValueError("t_eval must be strictly increasing.")
     start = grid[0] if t0 is None else jnp.asarray(t0, grid.dtype)
+    if is_concrete(grid):
+        times = np.asarray(grid)
+        if not np.all(np.isfinite(times)):
+            raise ValueError(f"t_eval must hold finite times, got {times[~np.isfinite(times)][0]}.")
+        if not bool(np.all(np.diff(times) > 0)):
+            raise ValueError("t_eval must be strictly increasing.")
+        if is_concrete(start) and not times[0] >= float(start):
+            raise ValueError(f"t_eval starts at {times[0]:g}, before the run starts (t0 = "
+                             f"{float(start):g}): give output times from t0 on, or an earlier t0.")
     return grid, start
 
 

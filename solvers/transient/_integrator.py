@@ -93,8 +93,17 @@ class Integrator:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"Integrator({name}=...) must be an integer >= 1, got {value!r}.")
-        if np.ndim(self.atol) == 1:  # hashable, so the settings stay a static jit argument
-            object.__setattr__(self, "atol", tuple(float(a) for a in np.asarray(self.atol)))
+        for name in ("h0", "hmin"):  # a NaN step never ends the loop; a negative one never starts
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(float(value)) and float(value) > 0):
+                raise ValueError(f"Integrator({name}={value!r}) must be a positive, finite time "
+                                 "step, or None for the default.")
+        atol = np.asarray(self.atol, dtype=float)
+        if atol.ndim > 1 or not (np.all(np.isfinite(atol)) and np.all(atol >= 0)):
+            raise ValueError(f"Integrator(atol={self.atol!r}) must be a finite number >= 0 or "
+                             "a vector of them (one per unknown).")
+        if atol.ndim == 1:  # hashable, so the settings stay a static jit argument
+            object.__setattr__(self, "atol", tuple(float(a) for a in atol))
 
 
 def divided_difference(ts, xs, count: int):

@@ -13,7 +13,7 @@ def read_source(path_or_text: str | os.PathLike, text_name: str = "<string>") ->
     Files are decoded as UTF-8 (BOM tolerated), falling back to Latin-1 as EPANET files often are.
     """
     if isinstance(path_or_text, str) and ("\n" in path_or_text or "\r" in path_or_text):
-        return text_name, path_or_text
+        return text_name, path_or_text.removeprefix("\ufeff")  # a BOM, as from a file
     if not isinstance(path_or_text, (str, os.PathLike)):
         raise TypeError(
             f"expected a file path or the file's text, got {type(path_or_text).__name__}"

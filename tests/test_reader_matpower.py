@@ -119,6 +119,14 @@ def test_minimal_case_reads() -> None:
     assert [b.type for b in case.buses] == ["slack", "PQ"] and len(case.branches) == 1
 
 
+@pytest.mark.parametrize("variant", ["double-quoted version", "BOM before the text"])
+def test_case_text_as_editors_and_newer_matlab_write_it(variant: str) -> None:
+    text = HEAD + BUS + GEN + BRANCH
+    text = (text.replace("'2'", '"2"') if variant == "double-quoted version"
+            else "\ufeff" + text)
+    assert len(read_matpower(text).buses) == 2
+
+
 ERRORS = [
     (HEAD + BUS + GEN + "mpc.branch = [\n 1 2 0.01 0.1 0 0 0 0 0 0 1 -360 360;\n", 11,
      "mpc.branch is never closed"),

@@ -206,7 +206,7 @@ class _Parser:
         end = _find_outside_strings(rest, ";")
         value, remainder = (rest, "") if end < 0 else (rest[:end], rest[end + 1:])
         value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] == "'":
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":  # 'char', "string"
             self.result.scalars[name] = (number, value[1:-1])
         elif _NUMBER.fullmatch(value):
             self.result.scalars[name] = (number, _finite_or_inf_literal(self.path, number, value))

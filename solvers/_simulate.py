@@ -284,6 +284,7 @@ def simulate_batch(graph: Any, values: Mapping[Any, Any], t_eval, *, t0=None,
     device count)."""
     system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
     keys, batched = _graph._sweep_values(system, values)
+    _refuse_clock_keys(system, keys)
     size = int(batched[0].shape[0])
     chunk = min(size, chunk_for(system.n) if chunk_size is None else int(chunk_size))
     if chunk < 1:
@@ -306,6 +307,18 @@ def simulate_batch(graph: Any, values: Mapping[Any, Any], t_eval, *, t0=None,
     out = tuple(parts[0][:size] if len(outs) == 1 else jnp.concatenate(parts)[:size]
                 for parts in zip(*outs))
     return _solution(system, grid, out, throw)
+
+
+def _refuse_clock_keys(system: System, keys: tuple) -> None:
+    """A clock's ``t`` is set by the integrator at every step: a sweep of it would be
+    dropped without a word."""
+    kinds = system.structure.an.kinds
+    for sel in keys:
+        if any(issubclass(kinds[ki].cls, _storage.Clock) for ki, _, _ in sel.picked):
+            raise ValueError(
+                f"simulate_batch cannot sweep {sel.key!r}: a Clock's t is set by the "
+                "integrator at every step. Sweep the start with t0 or the output times with "
+                "t_eval (one simulate_batch per time grid), or a parameter of the elements.")
 
 
 def chunk_for(n: int) -> int:

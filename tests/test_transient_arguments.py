@@ -52,3 +52,23 @@ def test_simulate_serves_times_from_t0_on():
     sol = solvers.simulate(Decay(), jnp.asarray([0.25, 0.5]), t0=0.0, initial="given",
                            integrator=solvers.Integrator(rtol=1e-6, atol=1e-9))
     np.testing.assert_allclose(np.asarray(sol.x)[:, 0], np.exp([-0.25, -0.5]), rtol=1e-4)
+
+
+class Driven(sg.ReffableTreeNode):
+    """dv/dt = t - v."""
+
+    clock: solvers.Clock
+    v: jax.Array = sg.unknown(default=0.0)
+
+    def residual(self):
+        return self.v - self.clock.t
+
+    def charge(self):
+        return ((self, self.v),)
+
+
+def test_simulate_batch_refuses_a_sweep_of_the_clock():
+    # The integrator sets the clock at every step: the swept values were dropped silently.
+    with pytest.raises(ValueError, match="Clock's t is set by the integrator"):
+        solvers.simulate_batch(Driven(solvers.Clock()), {".clock.t": jnp.asarray([0.0, 1.0])},
+                               jnp.asarray([0.0, 1.0]))

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import simgraph as sg
 
@@ -277,7 +278,8 @@ def _sweep_values(system: System, values: Mapping[Any, Any]) -> tuple[tuple, tup
     keys, batched = [], []
     for key, value in values.items():
         sel = paths.sweep_key(key, system._nodes)
-        value = value if isinstance(value, jax.Array) else jnp.asarray(value)
+        # device_put, not jnp.asarray: JAX compiles a staging program per new numpy shape
+        value = value if isinstance(value, jax.Array) else jax.device_put(np.asarray(value))
         if value.ndim == 0:
             raise ValueError(f"solve_batch value for {sel.key!r} is a scalar: give one value "
                              "per batch member, stacked on a leading axis.")

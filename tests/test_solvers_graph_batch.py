@@ -198,3 +198,16 @@ def test_a_sweeps_params_compile_once_per_structure_and_keys():
         np.testing.assert_array_equal(again.params["Source"]["voltage"][:, 0], VOLTS + 1.0)
     assert count[0] == 0
     np.testing.assert_allclose(again.system.items[0].v, VOLTS + 1.0)
+
+
+@pytest.mark.parametrize("as_values", [np.asarray, list])
+def test_sweep_values_given_as_numpy_or_lists_compile_nothing_new(as_values):
+    # jnp.asarray of a numpy array compiles a staging program per shape in JAX >= 0.8.
+    from compile_count import compilations
+
+    graph = drop()
+    solvers.solve_batch(graph, {".source.voltage": VOLTS})
+    with compilations() as count:
+        sol = solvers.solve_batch(graph, {".source.voltage": as_values(np.asarray(VOLTS) + 1.0)})
+    assert count[0] == 0
+    np.testing.assert_allclose(np.asarray(sol.system.v), np.asarray(VOLTS) + 1.0)

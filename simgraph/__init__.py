@@ -20,7 +20,12 @@ from ._fields import (
     unknown as unknown,
 )
 from ._node import ReffableTreeNode as ReffableTreeNode
-from ._query import nodes as nodes, leaves_with_owners as leaves_with_owners, LeafInfo as LeafInfo
+from ._query import (
+    LeafInfo as LeafInfo,
+    flatten_nodes as flatten_nodes,
+    leaves_with_owners as leaves_with_owners,
+    nodes as nodes,
+)
 
 
 from ._compare import structure_difference as structure_difference

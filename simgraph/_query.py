@@ -15,6 +15,16 @@ def nodes(root: Any) -> list:
     return _walk.traverse(root)[2]
 
 
+def flatten_nodes(root: Any) -> tuple[list, tuple, list]:
+    """``(leaves, key, nodes)`` of the graph of ``root`` in one walk: the leaves in
+    ``jax.tree_util.tree_leaves`` order, a hashable key that is equal exactly when the two
+    graphs' treedefs are (it holds no user object), and the nodes as :func:`nodes` lists
+    them. One walk where ``tree_flatten`` and :func:`nodes` take two."""
+    children, aux, node_list = _walk.traverse(root)
+    leaves, children_def = jax.tree_util.tree_flatten(children)
+    return leaves, (type(root), aux, children_def), node_list
+
+
 @dataclasses.dataclass(frozen=True)
 class LeafInfo:
     """Where one leaf of a graph lives: its key path, owning node and field."""

@@ -115,6 +115,19 @@ def test_treedefs_equal_iff_isomorphic(a, b):
 
 
 @SETTINGS
+@given(graphs(), graphs())
+def test_flatten_nodes_is_flatten_and_nodes_in_one_walk(a, b):
+    # System.build keys its lowering by this key: equal keys must mean equal treedefs.
+    (la, ka, na), (lb, kb, nb) = sg.flatten_nodes(a), sg.flatten_nodes(b)
+    leaves, treedef = jax.tree_util.tree_flatten(a)
+    assert all(x is y for x, y in zip(la, leaves)) and len(la) == len(leaves)
+    assert all(x is y for x, y in zip(na, sg.nodes(a))) and len(na) == len(sg.nodes(a))
+    assert (ka == kb) == (treedef == jax.tree_util.tree_structure(b))
+    if ka == kb:
+        assert hash(ka) == hash(kb)
+
+
+@SETTINGS
 @given(graphs())
 def test_rebuilt_copy_has_equal_treedef(g):
     copy = jax.tree_util.tree_map(lambda x: x + 1.0, g)

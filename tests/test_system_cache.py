@@ -238,6 +238,19 @@ def test_node_objects_locate_as_their_key_paths_and_only_in_their_own_graph():
     assert resistor.start == resistor.stop == system.locate(".elements[3]").start
 
 
+def test_node_objects_locate_as_built_after_the_graph_is_relinked():
+    # A Solution's System maps node objects to x as the graph was when it was built: it
+    # walked the graph again on first use, and a reorder of same-class nodes went unseen.
+    a, b = Cell(jnp.asarray(1.0)), Cell(jnp.asarray(8.0))
+    graph = Chain([a, b])
+    sol = solvers.solve(graph)
+    graph.cells = [b, a]
+    np.testing.assert_allclose(sol.value(a), [1.0], rtol=1e-12)
+    np.testing.assert_allclose(sol.value(b), [2.0], rtol=1e-12)
+    with pytest.raises(sg.GraphError, match="not a node of the graph"):
+        sol.value(Cell(jnp.asarray(27.0)))
+
+
 @pytest.mark.parametrize("leaves", ["floats", "ints", "mixed types", "arrays"])
 def test_number_leaves_gather_as_every_other_leaf_does(leaves, monkeypatch):
     # Graphs of Python numbers or CPU scalars take the precomputed ScalarLayout (one numpy

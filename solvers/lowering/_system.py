@@ -78,9 +78,11 @@ class _Structure:
 class System:
     """``F(x, params) = 0`` lowered from a graph; build with :meth:`System.build`."""
 
-    def __init__(self, x0, params, structure: _Structure, graph: Any = None):
+    def __init__(self, x0, params, structure: _Structure, graph: Any = None,
+                 nodes: Optional[list] = None):
         self.x0, self.params, self._s = x0, params, structure
         self._graph = graph  # the user's root (for locating its node objects); not pytree data
+        self._built_nodes = nodes  # its node objects as built (a relinked graph has others)
         self._nodes_list: list | None = None
 
     @classmethod
@@ -99,17 +101,17 @@ class System:
         """
         if evaluation not in EVALUATIONS:
             raise ValueError(f"evaluation must be one of {EVALUATIONS}, got {evaluation!r}")
-        leaves, treedef = jax.tree_util.tree_flatten(root)
-        plan_key = (treedef, evaluation, bool(jax.config.jax_enable_x64))
+        leaves, key, nodes = sg.flatten_nodes(root)
+        plan_key = (key, evaluation, bool(jax.config.jax_enable_x64))
         plan = _PLANS.get(plan_key)
         if plan is not None and not plan.structure.hooks_current():
             plan = None  # a class's method was reassigned since: lower again
         values = None if plan is None else plan.gather(leaves)
         if values is None:
-            plan = _plan(sg.structure(treedef), leaves, evaluation, plan_key)
+            plan = _plan(sg.structure(root), leaves, evaluation, plan_key)
             values = plan.gather(leaves)
         structure = plan.structure
-        system = cls(*values, structure, root)
+        system = cls(*values, structure, root, nodes)
         if validate and square not in structure.checked:
             system.validate(square=square)
             structure.checked.add(square)
@@ -248,12 +250,7 @@ class System:
         if self._graph is None:
             return None
         if self._nodes_list is None:
-            nodes = sg.nodes(self._graph)
-            if len(nodes) != self._s.an.n_nodes or any(
-                    type(n) is not self._s.an.kinds[k].cls for n, k in zip(nodes, self._s.an.kind_of.tolist())):
-                raise sg.GraphError("the graph was changed (nodes added, removed or relinked) since "
-                                    "this System was built from it; build a new System.")
-            self._nodes_list = NodeList(nodes)
+            self._nodes_list = NodeList(self._built_nodes)
         return self._nodes_list
 
     def __repr__(self) -> str:
@@ -264,7 +261,7 @@ class System:
 #: How many structures `System.build` keeps (least recently used dropped first).
 STRUCTURE_CACHE_SIZE = 16
 _STRUCTURES: OrderedDict = OrderedDict()  # lowering key -> _Structure
-_PLANS: OrderedDict = OrderedDict()  # (treedef, evaluation, x64) -> _Plan
+_PLANS: OrderedDict = OrderedDict()  # (sg.flatten_nodes key, evaluation, x64) -> _Plan
 
 
 class _Plan(NamedTuple):

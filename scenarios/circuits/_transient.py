@@ -6,9 +6,12 @@ relative tolerance of every unknown, ``vntol`` (1e-6 V) the absolute one of node
 test as ngspice's does; ``method=gear`` integrates with variable-coefficient BDF2 instead of
 the trapezoidal rule (``method=trap``, the default) and ``maxord=1`` with backward Euler
 only; ``chgtol`` has no counterpart (errors are estimated on the voltages
-and currents that charges and fluxes depend on, not on the charges) and is ignored. Without ``.ic`` the run starts from the DC operating point
-with every source at its t = 0 value; ``.ic v(n)=...`` holds those nodes during that
-operating point (ngspice without UIC), and ``uic`` starts from the given values at once.
+and currents that charges and fluxes depend on, not on the charges) and is ignored. Without ``uic`` the run starts from the DC operating point with every
+source at its t = 0 value, every unknown (node voltages, inductor and source currents) carried
+into the transient; ``.ic v(n)=...`` holds those nodes during that operating point as ngspice
+does, through a 1e10 S conductance to the given value (``cktload.c``). ``uic`` skips the
+operating point: the run starts from the ``.ic`` voltages, every other node at 0 V, capacitors
+uncharged and inductor currents 0 (ngspice does not print that t = 0 point; we do).
 """
 from __future__ import annotations
 
@@ -23,13 +26,19 @@ import solvers
 from .._tables import pandas
 from .._trajectories import trajectories
 from ._build import build_circuit
-from ._netlist import SPICE_METHODS, Netlist, Transient, VoltageSource
-from ._solve import solve_circuit
+from ._elements import Circuit
+from ._netlist import GROUND, SPICE_METHODS, Netlist, Transient
+from ._netlist import CurrentSource as CurrentSourceCard
+from ._netlist import Resistor as ResistorCard
+from ._solve import default_solver
 from ._spice_reader import read_netlist
+from ._topology import CircuitError
 
 __all__ = ["CircuitTransient", "simulate_circuit", "integrator_for"]
 
 TransientInput = Union[Netlist, str, os.PathLike]
+#: The conductance (S) by which ngspice holds a ``.ic`` node during the operating point.
+IC_CONDUCTANCE = 1e10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,21 +125,54 @@ def integrator_for(netlist: Netlist, system: solvers.System, tran: Transient,
                               max_steps=max_steps, save_steps=save_steps)
 
 
-def _start(netlist: Netlist, tran: Transient) -> tuple[dict, str]:
-    """Node voltages to start from and how (``"dc"``: the operating point from them)."""
+def _start(netlist: Netlist, tran: Transient) -> tuple[Circuit, str]:
+    """The circuit to integrate, its unknowns at the start, and how to start (``"dc"``: from
+    the operating point that ``solvers.simulate`` finds; ``"given"``: from the unknowns)."""
     ic = netlist.initial_conditions
-    if not ic:
-        return {}, "dc"
     if tran.uic:
-        return dict(ic), "given"
-    held = [VoltageSource(f"V#ic{k}", node, "0", value) for k, (node, value) in enumerate(ic.items())]
+        return build_circuit(netlist, transient=tran, start=dict(ic)), "given"
+    circuit = build_circuit(netlist, transient=tran)
+    if not ic:
+        return circuit, "dc"
+    system, x = _held_operating_point(netlist, tran)
+    index = {path: k for k, path in enumerate(system.unknown_paths())}
+    own = solvers.System.build(circuit)
+    start = np.asarray(x)[[index[path] for path in own.unknown_paths()]]
+    return own.to_graph(start), "given"
+
+
+def _held_operating_point(netlist: Netlist, tran: Transient):
+    """The operating point with every ``.ic`` node pulled to its value through
+    :data:`IC_CONDUCTANCE` (a Norton source: no loop with the deck's sources, no new unknown);
+    returns its ``System`` and solution vector."""
+    ic = netlist.initial_conditions
+    held, r = [], 1.0 / IC_CONDUCTANCE
+    for k, (node, value) in enumerate(ic.items()):  # value / r: no current at v = value exactly
+        held += [ResistorCard(f"R#ic{k}", node, GROUND, r),
+                 CurrentSourceCard(f"I#ic{k}", GROUND, node, value / r)]
     dc = dataclasses.replace(netlist, elements=netlist.elements + tuple(held),
                              initial_conditions={})
-    point = solve_circuit(build_circuit(dc, transient=tran))
-    if not point.converged:
+    system = solvers.System.build(build_circuit(dc, transient=tran))
+    solution = solvers.solve(system, default_solver(system))
+    if not bool(np.all(np.asarray(solution.converged))):
         raise solvers.SolveError(f"the operating point with .ic held did not converge: "
-                                 f"{point.message()}")
-    return {n: float(point.voltage(n)) for n in netlist.nodes}, "given"
+                                 f"{solution.message()}")
+    graph = system.to_graph(solution.x)
+    vntol, reltol = _option(netlist, "vntol", 1e-6), _option(netlist, "reltol", 1e-3)
+    for node, value in ic.items():
+        got = float(np.asarray(graph.nodes[node].v))
+        if abs(got - value) > vntol + reltol * abs(value):
+            raise _unheld(node, value, got)
+    return system, solution.x
+
+
+def _unheld(node: str, value: float, got: float) -> CircuitError:
+    return CircuitError(
+        f".ic v({node})={value:g}: node {node!r} is fixed at {got:g} V at the operating point "
+        f"(by voltage sources or inductors, a short at DC, or a conducting diode), so it cannot "
+        f"start at {value:g} V (holding it would drive {IC_CONDUCTANCE * abs(value - got):.3g} A "
+        f"through them). Remove v({node}) from the .ic card, give it {got:g}, or add uic to the "
+        ".tran card to start from the .ic values without an operating point.")
 
 
 def simulate_circuit(netlist: TransientInput, tran: Transient | None = None, *,
@@ -143,8 +185,7 @@ def simulate_circuit(netlist: TransientInput, tran: Transient | None = None, *,
     if tran is None:
         raise ValueError(f"netlist {netlist.title!r} has no .tran analysis; give one "
                          "(scenarios.circuits.Transient(tstep, tstop))")
-    start, initial = _start(netlist, tran)
-    circuit = build_circuit(netlist, transient=tran, start=start)
+    circuit, initial = _start(netlist, tran)
     system = solvers.System.build(circuit)
     cfg = integrator or integrator_for(netlist, system, tran)
     grid = tran.times() if times is None else np.asarray(times, dtype=float)

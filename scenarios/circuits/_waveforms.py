@@ -3,7 +3,8 @@ them (``src/spicelib/devices/vsrc/vsrcload.c``), and their corners as breakpoint
 
 Each waveform reads the time from a shared ``solvers.Clock``; ``next_breakpoint(t)`` gives the
 integrator the first corner after ``t`` so that steps land on it. Defaults that depend on the
-analysis (``TR = TF = tstep``, ``PW = PER = tstop``, ...) are filled in by :func:`waveform`.
+analysis (``TR = TF = tstep``, ``PW = PER = tstop``, EXP's ``TD1 = tstep``, ...) are filled in
+by :func:`waveform`.
 """
 from __future__ import annotations
 
@@ -96,14 +97,18 @@ class Exponential(sg.ReffableTreeNode):
 
 
 class PiecewiseLinear(sg.ReffableTreeNode):
-    """``PWL(t1 v1 t2 v2 ...)``: linear between points, the end values outside."""
+    """``PWL(t1 v1 t2 v2 ...)``: linear between points, the end values outside; at a time
+    given twice (a step) the first point's value, as ngspice (after it, the second's)."""
 
     clock: solvers.Clock
     times: jax.Array
     values: jax.Array
 
     def value(self):
-        return jnp.interp(self.clock.t, self.times, self.values)
+        t = self.clock.t
+        first = jnp.clip(jnp.searchsorted(self.times, t, side="left"), 0, len(self.times) - 1)
+        return jnp.where(self.times[first] == t, self.values[first],
+                         jnp.interp(t, self.times, self.values))
 
     def next_breakpoint(self, t):
         return _after(t, self.times)
@@ -120,8 +125,8 @@ def waveform(kind: str, params: tuple, clock: solvers.Clock, tstep: float, tstop
     if kind == "SIN":
         return Sine(clock, get(0, 0.0), get(1, 0.0), get(2, 1.0 / tstop), get(3, 0.0),
                     get(4, 0.0), get(5, 0.0))
-    if kind == "EXP":
-        td1 = get(2, 0.0)
+    if kind == "EXP":  # ngspice-39: TD1 = TSTEP, TD2 = TD1 + TSTEP, TAU = TSTEP when 0/omitted
+        td1 = get(2, tstep)
         return Exponential(clock, get(0, 0.0), get(1, 0.0), td1, get(3, tstep),
                            get(4, td1 + tstep), get(5, tstep))
     if kind == "PWL":

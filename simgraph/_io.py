@@ -54,70 +54,126 @@ def _bits(dtype: np.dtype) -> np.dtype:
 
 
 def save(path: str | os.PathLike, graph: Any) -> None:
-    """Write ``graph`` to ``path`` (a ``.npz`` file)."""
+    """Write ``graph`` (its root node) to ``path`` (a ``.npz`` file).
+
+    Data fields may hold nodes, numeric arrays (bool, integer, float, complex, ml_dtypes),
+    numbers, None, and lists, tuples and str-keyed dicts of these; static fields numbers,
+    strings, None and tuples. Every value is checked before the file is opened: whatever
+    :func:`load` could not read back (a string in a data field, a text, date, object or
+    structured array, nesting deeper than 64 levels, another type) raises
+    :class:`GraphFileError` naming its key path, and nothing is written. A root that is not a
+    node raises :class:`GraphTypeError`.
+    """
+    if not isinstance(graph, ReffableTreeNode):
+        raise GraphTypeError(f"save needs a graph's root node (a ReffableTreeNode), got "
+                             f"{type(graph).__name__}. Save each node, or hold them in one node.")
     children, entries, nodes = _tables.walk(graph)
     paths = [jax.tree_util.keystr(p) for p in _tables.node_paths(entries, children)]
     index = {id(n): k for k, n in enumerate(nodes)}
     arrays: dict[str, np.ndarray] = {}
-    described, named = [], set()
-    for k, node in enumerate(nodes):
-        layout = type(node).__sg_layout__
-        enc = _Encoder(index, arrays, paths[k], named)
-        described.append({
-            "class": _registry.class_name(type(node)),
-            "static": {n: enc.static(node.__dict__[n], n) for n in layout.static},
-            "fields": {n: enc.value(node.__dict__[n], n) for n in layout.dynamic},
-        })
+    named: set = set()
+    described = [_Encoder(index, arrays, paths[k], named).node(node) for k, node in enumerate(nodes)]
     meta = {"format": FORMAT, "version": VERSION if named else 1, "nodes": described}
     arrays[_META] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     with open(path, "wb") as f:
-        np.savez(f, **arrays)
+        np.savez(f, allow_pickle=False, **arrays)
+
+
+#: The deepest nesting of lists, tuples and dicts that :func:`load` reads (and save writes).
+_MAX_DEPTH = 64
+#: The array kinds stored as themselves: bool, signed/unsigned integer, float, complex.
+_NUMERIC_KINDS = "biufc"
 
 
 class _Encoder:
+    """Tags one node's values for the description, refusing what :func:`load` would not read
+    back (the mirror of :class:`_Decoder`)."""
+
     def __init__(self, index: dict, arrays: dict, node_path: str, named: set):
         self.index, self.arrays, self.node_path = index, arrays, node_path
         self.named = named  # the dtype names stored so far (all nodes)
 
-    def value(self, v: Any, where: str) -> Any:
+    def node(self, node: ReffableTreeNode) -> dict:
+        try:  # what load checks again on the rebuilt node (e.g. a reference field reassigned)
+            check_fields(node)
+        except GraphTypeError as e:
+            raise GraphFileError(f"{at(self.node_path)}: cannot save: {e}") from None
+        layout, state = type(node).__sg_layout__, node.__dict__
+        return {"class": _registry.class_name(type(node)),
+                "static": {n: self.static(state[n], n) for n in layout.static},
+                "fields": {n: self.value(state[n], n) for n in layout.dynamic}}
+
+    def value(self, v: Any, where: str, depth: int = 0) -> Any:
+        self._check_depth(where, depth)
         if isinstance(v, ReffableTreeNode):
             return {"t": "ref", "v": self.index[id(v)]}
-        if v is None or isinstance(v, (bool, int, float, complex, str)):
-            return self.static(v, where)
+        if isinstance(v, (str, bytes)):
+            raise self._refuse(where, f"a {type(v).__name__} in a data field, which JAX cannot "
+                               "trace. Store strings as static fields (`name: str = sg.static()`)")
         if isinstance(v, (np.ndarray, np.generic, jax.Array)):
-            return self.array(np.asarray(v), isinstance(v, np.generic))
-        if isinstance(v, (list, tuple)):
-            return {"t": type(v).__name__, "v": [self.value(x, f"{where}[{i}]") for i, x in enumerate(v)]}
+            return self.array(self._numpy(v, where), isinstance(v, np.generic), where)
+        if v is None or isinstance(v, (bool, int, float, complex)):
+            return self.static(v, where)
+        if type(v) in (list, tuple):
+            items = [self.value(x, f"{where}[{i}]", depth + 1) for i, x in enumerate(v)]
+            return {"t": type(v).__name__, "v": items}
         if isinstance(v, dict) and all(isinstance(k, str) for k in v):
-            return {"t": "dict", "v": {k: self.value(x, f"{where}[{k!r}]") for k, x in v.items()}}
+            return {"t": "dict", "v": {str(k): self.value(x, f"{where}[{k!r}]", depth + 1)
+                                       for k, x in v.items()}}
         raise self._unsupported(v, where)
 
-    def array(self, a: np.ndarray, scalar: bool) -> dict:
+    def array(self, a: np.ndarray, scalar: bool, where: str) -> dict:
+        name = _dtype_name(a.dtype)
+        if name is None and a.dtype.kind not in _NUMERIC_KINDS:
+            raise self._refuse(where, f"an array of dtype {a.dtype}, which is not numeric. "
+                               "Convert it to a numeric array (e.g. dates to integer seconds), "
+                               "or keep text as static fields")
         key = f"a{len(self.arrays)}"
         entry = {"t": "array", "k": key, "scalar": scalar}
-        name = _dtype_name(a.dtype)
         if name is not None:  # .npy would write these as raw void ('|V2'), unreadable
             a, entry["dtype"] = a.view(_bits(a.dtype)), name
             self.named.add(name)
         self.arrays[key] = a
         return entry
 
-    def static(self, v: Any, where: str) -> Any:
+    def _numpy(self, v: Any, where: str) -> np.ndarray:
+        try:
+            return np.asarray(v)
+        except TypeError as e:  # e.g. a typed PRNG key: numpy has no dtype for it
+            raise self._refuse(where, f"an array of dtype {v.dtype} ({e})") from None
+
+    def static(self, v: Any, where: str, depth: int = 0) -> Any:
+        self._check_depth(where, depth)
         if v is None:
             return {"t": "none"}
-        if isinstance(v, (bool, int, float, str)):
-            return {"t": type(v).__name__, "v": v}
+        for tag, kind in _STATIC_TAGS:  # subclasses (IntEnum, np.float64, np.str_) as the base
+            if isinstance(v, kind):
+                return {"t": tag, "v": kind(v)}
         if isinstance(v, complex):
             return {"t": "complex", "v": [v.real, v.imag]}
         if isinstance(v, tuple):
-            return {"t": "tuple", "v": [self.static(x, f"{where}[{i}]") for i, x in enumerate(v)]}
+            items = [self.static(x, f"{where}[{i}]", depth + 1) for i, x in enumerate(v)]
+            return {"t": "tuple", "v": items}
         raise self._unsupported(v, where)
 
+    def _check_depth(self, where: str, depth: int) -> None:
+        if depth > _MAX_DEPTH:
+            raise self._refuse(where.split("[")[0] + "[...]", f"lists, tuples or dicts nested "
+                               f"deeper than {_MAX_DEPTH} levels. Flatten them, or convert the "
+                               "data to an array")
+
+    def _refuse(self, where: str, what: str) -> GraphFileError:
+        return GraphFileError(f"{at(self.node_path)}.{where}: cannot save {what}.")
+
     def _unsupported(self, v: Any, where: str) -> GraphFileError:
-        return GraphFileError(
-            f"{at(self.node_path)}.{where}: cannot save a {type(v).__name__}. Saved graphs "
-            "hold arrays, numbers, strings, None, lists, tuples, str-keyed dicts and nodes."
-        )
+        hint = (" (convert it to a plain list or tuple)" if isinstance(v, (list, tuple)) else
+                " (its keys must be str)" if isinstance(v, dict) else "")
+        return self._refuse(where, f"a {type(v).__name__}{hint}. Saved graphs hold nodes, "
+                            "numeric arrays, numbers, None, lists, tuples and str-keyed dicts in "
+                            "data fields; numbers, strings, None and tuples in static fields")
+
+
+_STATIC_TAGS = (("bool", bool), ("int", int), ("float", float), ("str", str))
 
 
 def load(path: str | os.PathLike, classes: dict[str, type] | None = None) -> Any:
@@ -237,7 +293,7 @@ def _check_layout(cls: type, d: dict, where: str) -> None:
 class _Decoder:
     """Decodes one node's tagged values, checking every tag, type, index and depth."""
 
-    MAX_DEPTH = 64
+    MAX_DEPTH = _MAX_DEPTH
 
     def __init__(self, nodes: list, arrays, where: str):
         self.nodes, self.arrays, self.where = nodes, arrays, where
@@ -286,7 +342,7 @@ class _Decoder:
         except _ARCHIVE_ERRORS as e:
             raise self._bad(at_, f"array {key!r} cannot be read ({_reason(e)})") from None
         named = "dtype" in v
-        if (a.dtype.kind not in "biufc" and not named) or not isinstance(scalar, bool) \
+        if (a.dtype.kind not in _NUMERIC_KINDS and not named) or not isinstance(scalar, bool) \
                 or (scalar and a.ndim):
             raise self._bad(at_, f"array {key!r} has dtype {a.dtype} and shape {a.shape}, not a "
                             "numeric array")

@@ -228,3 +228,36 @@ def test_cli_reports_a_failed_step_without_a_traceback(capsys, monkeypatch):
     code = _cli.main(["--no-compile-cache", "run", "water", "--eps"])
     err = capsys.readouterr().err
     assert code == 1 and "t = 3600 s" in err and "Traceback" not in err
+
+
+# EPANET writes an empty [TITLE] section; many hand-written files have none at all.
+_UNTITLED = """[TITLE]
+
+[JUNCTIONS]
+ J1 0 10
+[RESERVOIRS]
+ R1 100
+[PIPES]
+ P1 R1 J1 1000 300 100
+[OPTIONS]
+ Units LPS
+"""
+
+
+@pytest.mark.parametrize("text", [_UNTITLED, _UNTITLED.replace("[TITLE]\n\n", "")])
+def test_untitled_network_with_duration_0_is_refused_by_message(text):
+    with pytest.raises(ValueError, match=r"network '\(untitled\)' has DURATION 0"):
+        simulate_eps(read_inp(text))
+
+
+def test_cli_eps_on_an_untitled_network(capsys, tmp_path):
+    from scenarios import _cli
+    path = tmp_path / "untitled.inp"
+    path.write_text(_UNTITLED)
+    code = _cli.main(["--no-compile-cache", "run", "water", "--eps", "--input", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "DURATION 0" in err and "Traceback" not in err
+    path.write_text(_UNTITLED + "[TIMES]\n Duration 1:00\n")
+    code = _cli.main(["--no-compile-cache", "run", "water", "--eps", "--input", str(path)])
+    out = capsys.readouterr().out
+    assert code == 0 and "'untitled'" in out and "extended period" in out

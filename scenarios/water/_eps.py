@@ -102,7 +102,7 @@ def simulate_eps(network: WaterNetwork, duration: int | None = None,
         raise TypeError(f"simulate_eps needs a WaterNetwork from read_inp(path), got "
                         f"{type(network).__name__}{hint}")
     if duration is None and network.duration_s <= 0:
-        raise ValueError(f"network {network.title.splitlines()[0]!r} has DURATION 0 (a single "
+        raise ValueError(f"network {_label(network)!r} has DURATION 0 (a single "
                          "snapshot): solve it with build_water(network).solve(), or pass "
                          "duration=seconds.")
     duration = network.duration_s if duration is None else _seconds("duration", duration)
@@ -124,6 +124,11 @@ def simulate_eps(network: WaterNetwork, duration: int | None = None,
         if state.t >= state.rtime:
             state.rtime += clock.rstep
     return _result(network, rows, clock)
+
+
+def _label(network: WaterNetwork) -> str:
+    """The first non-blank line of the network's [TITLE] (often empty), for messages."""
+    return (network.title.strip().splitlines() or ["(untitled)"])[0].strip()
 
 
 def _seconds(name: str, value) -> int:

@@ -53,8 +53,9 @@ def test_result_json_and_names(case) -> None:
     net, ref = case
     result = build_water(net, ref["constants"]["epanet"]).solve()
     out = json.loads(json.dumps(result.to_json()))
-    assert set(out) == {"heads", "flows", "converged", "iterations", "residual_norm"}
+    assert set(out) == {"heads", "flows", "status", "converged", "iterations", "residual_norm"}
     assert set(out["heads"]) == set(net.node_names) and set(out["flows"]) == set(net.link_names)
+    assert set(out["status"]) == set(net.link_names) and set(out["status"].values()) <= {0, 1}
     assert out["converged"] is True and out["residual_norm"] <= 1e-10
     with pytest.raises(KeyError, match="no node"):
         result.head("no-such-node")

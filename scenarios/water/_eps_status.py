@@ -17,7 +17,7 @@ import numpy as np
 from ._eps_time import EPSState
 from ._inp_units import CFS, FT
 
-__all__ = ["held_closed", "pressure_switch", "pressure_per_ft", "MAX_CHECKS"]
+__all__ = ["held_closed", "tank_closures", "pressure_switch", "pressure_per_ft", "MAX_CHECKS"]
 
 HTOL = 0.0005 * FT   # EPANET's head tolerance, 0.0005 ft
 QTOL = 1e-4 * CFS    # EPANET's flow tolerance, 1e-4 cfs
@@ -52,6 +52,13 @@ def held_closed(state: EPSState, node_heads: dict, flows: np.ndarray,
     return new
 
 
+def tank_closures(state: EPSState, flows: np.ndarray) -> np.ndarray:
+    """EPANET ``tankstatus`` alone: which links open in ``state`` would fill a full tank or
+    drain an empty one at ``flows`` (m3/s; a closed link's tiny ``dh / CBIG`` flow counts)."""
+    return np.asarray([bool(state.open[k]) and _tank_closed(state, link, flows[k])
+                       for k, link in enumerate(state.links)], dtype=bool)
+
+
 def _cv_closed(dh: float, q: float, was_closed: bool) -> bool:
     """EPANET ``cvstatus``."""
     if abs(dh) > HTOL:
@@ -70,8 +77,8 @@ def _tank_closed(state: EPSState, link, q: float) -> bool:
     """EPANET ``tankstatus``: flow into a full tank or out of an empty one."""
     for end, into in ((link.start, -q), (link.end, q)):
         i = state.tank_index.get(end)
-        if i is None:
-            continue
+        if i is None or (state.curves[i] is None and state.area[i] <= 0.0):
+            continue  # EPANET: a tank of area 0 is a fixed-head node
         if (state.is_full(i) and into > 0.0) or (state.is_empty(i) and into < 0.0):
             return True
     return False

@@ -8,12 +8,13 @@ from typing import Any
 import numpy as np
 
 from .._member_result import AbstractMemberResult
-from .._network_solve import NetworkMethod, solve_graph, solve_graph_batch
+from .._network_solve import NetworkMethod, solve_graph_batch
 from .._tables import NamedTables, SweepTables
 from ._build import build_graph
 from ._constants import WaterConstants
 from ._elements import WaterGraph
 from ._inp_types import WaterNetwork
+from ._snapshot_status import snapshot_state, solve_snapshot, tank_limited
 from ._tables import link_frame, node_frame
 
 
@@ -54,8 +55,11 @@ class WaterModel:
 
     def solve(self, method: Any = None) -> "WaterResult":
         """Solve the t = 0 snapshot. ``method``: a ``solvers`` method object or a factory
-        ``System -> method``; default :data:`DEFAULT_METHOD`."""
-        result = WaterResult(self, solve_graph(self.graph, method or DEFAULT_METHOD))
+        ``System -> method``; default :data:`DEFAULT_METHOD`. As in EPANET, links that would
+        fill a full tank or drain an empty one are closed and the network solved again
+        (``WaterResult.closed`` names them)."""
+        solved, closed = solve_snapshot(self.network, self.graph, method or DEFAULT_METHOD)
+        result = WaterResult(self, solved, closed=closed)
         _warn_status(result.status_problems())
         return result
 
@@ -74,7 +78,7 @@ class WaterModel:
 
 def _warn_status(problems: list) -> None:
     if problems:
-        warnings.warn("link statuses are fixed at their t = 0 values, but the solution has "
+        warnings.warn("these link statuses are kept at their t = 0 values, but the solution has "
                       + "; ".join(problems[:5]) + (f" and {len(problems) - 5} more" if
                                                    len(problems) > 5 else "")
                       + ". EPANET would close these links and re-solve; close them in the "
@@ -83,13 +87,16 @@ def _warn_status(problems: list) -> None:
 
 class WaterResult(NamedTables, AbstractMemberResult):
     """Heads (m), flows (m3/s), demands by EPANET id; ``index`` picks one member of a sweep.
-    ``residual_norm`` is max|F| in m of head or m3/s of flow.
+    ``residual_norm`` is max|F| in m of head or m3/s of flow. ``closed``: the links EPANET's
+    status checks closed for the solve (into a full or out of an empty tank; flow 0).
     """
 
     TABLES = ("nodes", "links")
 
-    def __init__(self, model: WaterModel, solved, index: int | None = None):
+    def __init__(self, model: WaterModel, solved, index: int | None = None,
+                 closed: tuple = ()):
         super().__init__(model, solved, index)
+        self.closed = tuple(closed)
         g = solved.graph
         self._nodes = {**g.junctions, **g.reservoirs, **g.tanks}
         self._links = {**g.pipes, **g.pumps}
@@ -105,8 +112,9 @@ class WaterResult(NamedTables, AbstractMemberResult):
         return 0.0 if elevation is None else self.head(node) - self._value(elevation)
 
     def flow(self, link: str) -> float:
-        """Flow (m3/s, positive from start to end) in a pipe or pump; 0 if closed at t = 0."""
-        if link in self._links:
+        """Flow (m3/s, positive from start to end) in a pipe or pump; 0 if closed at t = 0 or
+        by a status check (as EPANET reports it)."""
+        if link in self._links and link not in self.closed:
             return self._value(self._links[link].flow)
         _lookup({name: None for name in self.model.network.link_names}, link, "link")
         return 0.0
@@ -127,12 +135,24 @@ class WaterResult(NamedTables, AbstractMemberResult):
         return _lookup(self._demands, node, "node")
 
     def status_problems(self) -> list:
-        """Links whose fixed open status contradicts the solution: reverse flow through a
-        check-valve pipe or a pump (EPANET's status checks would close them)."""
+        """Links whose fixed open status contradicts the solution (EPANET's status checks
+        would close them): reverse flow through a check-valve pipe or a pump; in a sweep
+        member (solved without status checks), flow into a full or out of an empty tank."""
         net = self.model.network
         checked = [p.name for p in net.pipes if p.check_valve] + [p.name for p in net.pumps]
-        return [f"reverse flow {self.flow(name):.3g} m3/s in {name!r}" for name in checked
-                if self.flow(name) < 0.0]
+        problems = [f"reverse flow {self.flow(name):.3g} m3/s in {name!r}" for name in checked
+                    if self.flow(name) < 0.0]
+        if net.tanks and not self.closed:
+            full = tank_limited(snapshot_state(net), self.solved.graph,
+                                lambda link: self._value(link.flow))
+            problems += [f"flow {self.flow(name):.3g} m3/s into a full or out of an empty "
+                         f"tank in {name!r}" for name in full]
+        return problems
+
+    def status(self, link: str) -> int:
+        """1 if the link is open in the solve, 0 if closed at t = 0 or by a status check."""
+        self.flow(link)  # a KeyError naming near matches for an unknown link
+        return int(link in self._links and link not in self.closed)
 
     def heads(self) -> dict:
         return {name: self.head(name) for name in self.model.network.node_names}
@@ -141,9 +161,11 @@ class WaterResult(NamedTables, AbstractMemberResult):
         return {name: self.flow(name) for name in self.model.network.link_names}
 
     def to_json(self) -> dict:
-        """``{"heads": {node: m}, "flows": {link: m3/s}, "converged", "iterations",
-        "residual_norm"}`` (JSON-ready Python values)."""
-        return {"heads": self.heads(), "flows": self.flows(), "converged": self.converged,
+        """``{"heads": {node: m}, "flows": {link: m3/s}, "status": {link: 1 open, 0 closed},
+        "converged", "iterations", "residual_norm"}`` (JSON-ready Python values)."""
+        status = {name: self.status(name) for name in self.model.network.link_names}
+        return {"heads": self.heads(), "flows": self.flows(), "status": status,
+                "converged": self.converged,
                 "iterations": self.iterations, "residual_norm": self.residual_norm}
 
     def to_frames(self) -> dict:

@@ -1,0 +1,86 @@
+"""EPANET's tank status checks in the t = 0 snapshot (``hydstatus.c``: ``tankstatus``).
+
+EPANET checks link statuses during every hydraulic solve, a single-period one included: a link
+that would fill a full tank or drain an empty one is closed for the moment and the network is
+solved again, until the closures hold still. :func:`solve_snapshot` does the same with the
+extended-period run's check (:func:`tank_closures` on an :class:`EPSState` at t = 0), so the
+snapshot equals ``simulate_eps``'s first solve. A closed link follows EPANET's closed-link law
+``dh = CBIG q`` (as in the extended-period graph), so closing one never cuts a junction off.
+Check valves and pumps keep their t = 0 statuses here (``WaterResult.status_problems`` warns).
+"""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+
+from .._network_solve import solve_graph
+from ._build import is_open
+from ._elements import WaterGraph
+from ._eps_graph import _SWITCHED, CBIG
+from ._eps_status import MAX_CHECKS, tank_closures
+from ._eps_time import Clock, EPSState
+from ._inp_types import WaterNetwork
+from ._inp_units import CFS, FT
+
+__all__ = ["solve_snapshot", "snapshot_state", "tank_limited"]
+
+
+def snapshot_state(network: WaterNetwork) -> EPSState:
+    """The extended-period state at t = 0 with the snapshot's link statuses (after the
+    controls that fire at t = 0)."""
+    state = EPSState(network, Clock(network, max(network.duration_s, 0),
+                                    max(network.hydraulic_step_s, 1)))
+    state.open = np.asarray([is_open(link) for link in state.links])
+    return state
+
+
+def tank_limited(state: EPSState, graph: WaterGraph, flow_of) -> tuple[str, ...]:
+    """Names of the links in ``graph`` that would fill a full tank or drain an empty one;
+    ``flow_of(element)``: the solved flow (m3/s) of a link element."""
+    links = {**graph.pipes, **graph.pumps}
+    flows = np.asarray([flow_of(links[link.name]) if link.name in links else 0.0
+                        for link in state.links])
+    closed = tank_closures(state, flows)
+    return tuple(link.name for link, c in zip(state.links, closed) if c)
+
+
+def closed_graph(graph: WaterGraph, names: tuple, ratio: float) -> WaterGraph:
+    """``graph`` with the links ``names`` closed by EPANET's law ``dh = CBIG q``."""
+    closed_r = FT * CBIG * ratio / CFS  # s/m^2, on the physical flow
+
+    def close(links: dict) -> dict:
+        out = dict(links)
+        for name in set(names) & set(links):
+            link = links[name]
+            fields = {f.name: getattr(link, f.name) for f in dataclasses.fields(link)}
+            out[name] = _SWITCHED[type(link)](**fields, status=0.0, closed_r=closed_r)
+        return out
+
+    return WaterGraph(graph.hydraulics, graph.junctions, graph.reservoirs, graph.tanks,
+                      close(graph.pipes), close(graph.pumps))
+
+
+def solve_snapshot(network: WaterNetwork, graph: WaterGraph, method) -> tuple:
+    """``(solved, closed link names)``: the snapshot solved with EPANET's tank status checks
+    repeated until the closures hold still (at most ``MAX_CHECKS`` solves, as EPANET)."""
+    solved = solve_graph(graph, method)
+    if not network.tanks:
+        return solved, ()
+    state, closed = snapshot_state(network), ()
+    flow_of = lambda link: float(np.asarray(link.flow))  # noqa: E731
+    for _ in range(MAX_CHECKS):
+        if not bool(np.asarray(solved.solution.converged)):
+            break
+        new = tank_limited(state, solved.graph, flow_of)
+        if new == closed:
+            break
+        closed = new
+        solved = solve_graph(closed_graph(graph, closed, network.units.epanet_flow_ratio),
+                             method)
+    else:
+        warnings.warn(f"the links closed at full or empty tanks did not settle in {MAX_CHECKS} "
+                      "status checks; the last ones are kept, as EPANET does.", RuntimeWarning,
+                      stacklevel=3)
+    return solved, closed

@@ -1,0 +1,122 @@
+"""The t = 0 snapshot closes links at full and empty tanks as EPANET 2.2 does (``tankstatus``,
+applied in every hydraulic solve, a single-period one included), so it equals the first solve
+of ``simulate_eps``.
+
+Expected heads: with the tank link closed, J1 is fed by P1 alone (H-W, C 100, 200 mm, 1000 m):
+full tank, R1 100 m less the loss at 7 L/s, 0.5468 m, H(J1) = 99.4532 m (was 90.04 m with
+26.5 L/s flowing into the full tank); empty tank, R1 40 m less the loss at 5 L/s, 0.2932 m,
+H(J1) = 39.7068 m (was 43.75 m with the empty tank supplying J1). The hard-coded values are the
+extended-period run's t = 0 (EPANET's constants); the hand values agree within 2e-5 m.
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+from scenarios.water import build_water, read_inp, simulate_eps
+
+FULL = """[TITLE]
+full tank
+[JUNCTIONS]
+ J1 0 5
+ J2 10 2
+[RESERVOIRS]
+ R1 100
+[TANKS]
+ T1 50 {init} 0 20 {diameter} 0
+[PIPES]
+ P1 R1 J1 1000 200 100
+ P2 J1 J2 500 150 120
+ P3 J2 T1 500 150 120
+[OPTIONS]
+ Units LPS
+[TIMES]
+ Duration 1:00
+[END]
+"""
+
+EMPTY = """[TITLE]
+empty tank
+[JUNCTIONS]
+ J1 0 5
+[RESERVOIRS]
+ R1 40
+[TANKS]
+ T1 50 2 2 20 10 0
+[PIPES]
+ P1 R1 J1 1000 200 100
+ P2 T1 J1 500 150 120
+[OPTIONS]
+ Units LPS
+[TIMES]
+ Duration 1:00
+[END]
+"""
+
+CASES = {"full": (FULL.format(init=20, diameter=10), "P3", 99.4531873003),
+         "empty": (EMPTY, "P2", 39.7067726352)}
+
+
+def _quiet_solve(net):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no status warning: the closure is modelled
+        return build_water(net).solve()
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_snapshot_closes_the_tank_link_and_equals_eps_at_t0(case) -> None:
+    text, link, head_j1 = CASES[case]
+    net = read_inp(text)
+    result = _quiet_solve(net)
+    assert result.converged and result.closed == (link,)
+    assert result.head("J1") == pytest.approx(head_j1, abs=1e-8)
+    assert result.flow(link) == 0.0 and result.status(link) == 0
+    eps = simulate_eps(net)
+    for node in net.node_names:
+        assert result.head(node) == pytest.approx(eps.heads[node][0], abs=1e-9), node
+    for name in net.link_names:
+        assert result.flow(name) == pytest.approx(eps.flows[name][0], abs=1e-12), name
+        assert result.status(name) == eps.status[name][0], name
+    doc = result.to_json()
+    assert doc["status"][link] == 0 and doc["flows"][link] == 0.0
+    assert result.to_frame("links").loc[link, "status"] == "CLOSED"
+
+
+def test_snapshot_equals_the_link_closed_in_the_file() -> None:
+    closed = read_inp(FULL.format(init=20, diameter=10).replace("[END]",
+                                                                "[STATUS]\n P3 Closed\n[END]"))
+    by_file = build_water(closed).solve()
+    by_check = _quiet_solve(read_inp(FULL.format(init=20, diameter=10)))
+    assert by_file.closed == ()
+    # EPANET's closed link still passes dh / CBIG, 3.6e-8 m3/s here: 4e-6 m more loss in P1
+    for node in ("J1", "J2"):
+        assert by_check.head(node) == pytest.approx(by_file.head(node), abs=1e-5)
+        assert by_check.head(node) < by_file.head(node)
+
+
+def test_tank_below_its_maximum_fills() -> None:
+    result = _quiet_solve(read_inp(FULL.format(init=10, diameter=10)))
+    assert result.closed == () and result.status("P3") == 1
+    assert result.flow("P3") > 0.02  # R1 at 100 m feeds the tank at 60 m
+
+
+def test_tank_of_diameter_0_is_a_fixed_head() -> None:
+    """EPANET treats a tank of area 0 as a reservoir: never full, never empty."""
+    result = _quiet_solve(read_inp(FULL.format(init=20, diameter=0)))
+    assert result.closed == () and result.flow("P3") > 0.02
+
+
+def test_sweep_members_warn_about_flow_into_a_full_tank() -> None:
+    model = build_water(read_inp(FULL.format(init=20, diameter=10)))
+    with pytest.warns(UserWarning, match="full or out of an empty tank in 'P3'"):
+        sweep = model.sweep(np.array([0.5, 1.0]))
+    assert sweep[0].flow("P3") > 0.0
+
+
+def test_command_line_snapshot_reports_the_closed_link(tmp_path) -> None:
+    from scenarios.water._run import run
+    path = tmp_path / "full.inp"
+    path.write_text(FULL.format(init=20, diameter=10))
+    report = run(str(path))
+    assert report.converged and report.json["status"]["P3"] == 0
+    assert report.json["heads"]["J1"] == pytest.approx(CASES["full"][2], abs=1e-8)

@@ -255,7 +255,13 @@ def _element(value: Any, name: str, kind: int, obj: Any, ctx: tuple):
     if value is None or _is_leaf_type(type(value)):
         children.append(value)
         return CHILD
-    return _container(value, index, nodes, children, base)
+    try:
+        return _container(value, index, nodes, children, base)
+    except _UnsortableKeys:
+        raise GraphTypeError(
+            f"{at(path_of(root, obj) + '.' + name)}: a dict has keys that cannot be sorted "
+            "against each other (JAX orders a dict's entries by sorted key): use keys of one "
+            "type, e.g. all str.") from None
 
 
 def _container(value, index, nodes, children, base):
@@ -270,7 +276,7 @@ def _container(value, index, nodes, children, base):
         spec = _node_dict(value, index, nodes, base)
         if spec is not None:
             return spec
-    leaves, treedef = jax.tree_util.tree_flatten(value, is_leaf=lambda x: isinstance(x, base))
+    leaves, treedef = _flatten_container(value, base)
     if not any(isinstance(leaf, base) for leaf in leaves):
         children.append(value)
         return CHILD
@@ -309,13 +315,28 @@ def _node_dict(d: dict, index, nodes, base):
         treedef = _str_dict_treedef(tuple(keys))
         ordered = list(map(d.__getitem__, keys))
     else:
-        order, treedef = jax.tree_util.tree_flatten(dict(zip(d, range(len(d)))))
+        order, treedef = _flatten_container(dict(zip(d, range(len(d)))), base)
         if treedef.num_leaves != len(d):
             return None
         values = list(d.values())
         ordered = list(map(values.__getitem__, order))
     spec = _node_sequence(ordered, index, nodes, base)
     return None if spec is None else (treedef, spec[1])
+
+
+def _flatten_container(value, base):
+    """``tree_flatten`` of a field's container (nodes are leaves); `_UnsortableKeys` for a
+    dict whose keys cannot be ordered (JAX sorts them: ``{"a": .., 0: ..}``)."""
+    try:
+        return jax.tree_util.tree_flatten(value, is_leaf=lambda x: isinstance(x, base))
+    except ValueError as err:
+        if "sorting pytree dictionary keys" not in str(err):
+            raise
+        raise _UnsortableKeys from None
+
+
+class _UnsortableKeys(Exception):
+    """A dict's keys cannot be sorted (`_element` says where)."""
 
 
 @functools.lru_cache(maxsize=1024)

@@ -163,6 +163,19 @@ def test_exception_mid_flatten_leaves_next_flatten_correct():
     assert r.equations[0].gradient is r.equations[2].gradient is r.providers[0]
 
 
+@pytest.mark.parametrize("value", [{"a": 1.0, 0: 2.0}, "nodes"])
+def test_a_dict_of_unsortable_keys_is_refused_at_its_field(value):
+    # JAX sorts a dict's keys; mixed str/int keys failed with its "Comparator raised exception".
+    class Holder(sg.ReffableTreeNode):
+        table: dict
+
+    if value == "nodes":
+        value = {"a": GradientProvider(jnp.asarray(1.0)), 0: GradientProvider(jnp.asarray(2.0))}
+    bad = sg.Bundle(make_system(2, 1), Holder(value))
+    with pytest.raises(sg.GraphTypeError, match=r"\.items\[1\]\.table: a dict has keys"):
+        jax.tree_util.tree_flatten(bad)
+
+
 def test_flatten_inside_a_method_during_flatten():
     class Weird(sg.ReffableTreeNode):
         payload: object

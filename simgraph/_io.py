@@ -76,7 +76,7 @@ def save(path: str | os.PathLike, graph: Any) -> None:
     meta = {"format": FORMAT, "version": VERSION if named else 1, "nodes": described}
     arrays[_META] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     with open(path, "wb") as f:
-        np.savez(f, allow_pickle=False, **arrays)
+        np.savez(f, **arrays)  # numeric arrays only (`_Encoder.array`): nothing to pickle
 
 
 #: The deepest nesting of lists, tuples and dicts that :func:`load` reads (and save writes).
@@ -146,6 +146,8 @@ class _Encoder:
         self._check_depth(where, depth)
         if v is None:
             return {"t": "none"}
+        if isinstance(v, (np.bool_, np.number)) and np.ndim(v) == 0:
+            v = v.item()  # numpy scalars as the Python number they hold
         for tag, kind in _STATIC_TAGS:  # subclasses (IntEnum, np.float64, np.str_) as the base
             if isinstance(v, kind):
                 return {"t": tag, "v": kind(v)}

@@ -8,6 +8,7 @@ from typing import Any
 import jax
 
 from . import _tables, _walk
+from ._errors import GraphTypeError
 
 
 def nodes(root: Any) -> list:
@@ -18,8 +19,13 @@ def nodes(root: Any) -> list:
 def flatten_nodes(root: Any) -> tuple[list, tuple, list]:
     """``(leaves, key, nodes)`` of the graph of ``root`` in one walk: the leaves in
     ``jax.tree_util.tree_leaves`` order, a hashable key that is equal exactly when the two
-    graphs' treedefs are (it holds no user object), and the nodes as :func:`nodes` lists
-    them. One walk where ``tree_flatten`` and :func:`nodes` take two."""
+    graphs' treedefs are (like a treedef it holds the classes and static values, no node),
+    and the nodes as :func:`nodes` lists them. One walk where ``tree_flatten`` and
+    :func:`nodes` take two. ``root`` must be a node (wrap several in ``sg.Bundle``)."""
+    if not isinstance(root, _walk._node_base()):
+        raise GraphTypeError(
+            f"expected the root node of a graph (a ReffableTreeNode), got "
+            f"{type(root).__name__}; to pass several nodes, wrap them: sg.Bundle(a, b, ...).")
     children, aux, node_list = _walk.traverse(root)
     leaves, children_def = jax.tree_util.tree_flatten(children)
     return leaves, (type(root), aux, children_def), node_list

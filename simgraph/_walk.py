@@ -329,10 +329,22 @@ def _flatten_container(value, base):
     dict whose keys cannot be ordered (JAX sorts them: ``{"a": .., 0: ..}``)."""
     try:
         return jax.tree_util.tree_flatten(value, is_leaf=lambda x: isinstance(x, base))
-    except ValueError as err:
-        if "sorting pytree dictionary keys" not in str(err):
+    except ValueError:
+        if not _has_unsortable_dict(value):
             raise
         raise _UnsortableKeys from None
+
+
+def _has_unsortable_dict(value) -> bool:
+    if type(value) in (list, tuple):
+        return any(map(_has_unsortable_dict, value))
+    if isinstance(value, dict):
+        try:
+            sorted(value)
+        except TypeError:
+            return True
+        return any(map(_has_unsortable_dict, value.values()))
+    return False
 
 
 class _UnsortableKeys(Exception):

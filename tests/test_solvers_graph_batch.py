@@ -211,3 +211,11 @@ def test_sweep_values_given_as_numpy_or_lists_compile_nothing_new(as_values):
         sol = solvers.solve_batch(graph, {".source.voltage": as_values(np.asarray(VOLTS) + 1.0)})
     assert count[0] == 0
     np.testing.assert_allclose(np.asarray(sol.system.v), np.asarray(VOLTS) + 1.0)
+
+
+def test_sweep_values_as_a_list_of_traced_values_differentiate():
+    # A list holding tracers (the swept values under grad) cannot go through numpy.
+    graph = drop()
+    loss = lambda v: solvers.solve_batch(graph, {".source.voltage": [v, 2.0 * v]}).system.v.sum()  # noqa: E731
+    direct = lambda v: solvers.solve_batch(graph, {".source.voltage": jnp.stack([v, 2.0 * v])}).system.v.sum()  # noqa: E731
+    np.testing.assert_allclose(jax.grad(loss)(1.5), jax.grad(direct)(1.5), rtol=1e-12)

@@ -3,6 +3,10 @@ results, progress meters, the jax.distributed helper's checks and the member spl
 
 import json
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -113,6 +117,34 @@ def test_a_sweep_of_another_model_structure_is_refused(tmp_path, change):
     run(model())
     with pytest.raises(solvers.SweepMismatchError, match="structure differs"):
         run(model(mode="double") if change == "static" else model(swap=True))
+
+
+_RESUME = """
+import sys, jax, jax.numpy as jnp
+jax.config.update("jax_enable_x64", True)
+import simgraph as sg, solvers
+
+class Tagged(sg.ReffableTreeNode):
+    c: jax.Array
+    tags: frozenset = sg.static(default=frozenset())
+    x: jax.Array = sg.unknown(default=1.0)
+
+    def residual(self):
+        return self.x - self.c
+
+graph = Tagged(jnp.asarray(1.0), tags=frozenset({"alpha", "beta", "gamma", "delta"}))
+solvers.solve_batch(graph, {".c": jnp.arange(4.0)}, chunk_size=2, results_dir=sys.argv[1])
+"""
+
+
+def test_a_sweep_resumes_in_a_process_with_another_hash_seed(tmp_path):
+    # A frozenset static's repr follows the hash seed: the fingerprint must not.
+    root = Path(__file__).resolve().parents[1]
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(root), JAX_PLATFORMS="cpu")
+        done = subprocess.run([sys.executable, "-c", _RESUME, str(tmp_path)], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_unreadable_manifest_is_refused(tmp_path):

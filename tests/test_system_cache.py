@@ -176,6 +176,39 @@ def test_a_method_reassigned_after_a_solve_is_lowered_and_compiled_again(hook):
     assert len(_system._STRUCTURES) == 2
 
 
+def test_a_base_class_method_reassigned_under_an_override_is_analysed_once(monkeypatch):
+    # The probe saw the base's namespace change, the new key equalled the old (the subclass
+    # overrides the method), and the stale probe sent every later build to a full analysis.
+    from solvers.lowering import _analyse
+
+    class Base(sg.ReffableTreeNode):
+        p: jax.Array
+        x: jax.Array = sg.unknown(default=1.0)
+
+        def residual(self):
+            return self.x - self.p
+
+    class Square(Base):
+        def residual(self):
+            return self.x ** 2 - self.p
+
+    graph = Square(jnp.asarray(4.0))
+    solvers.System.build(graph)
+    Base.residual = lambda self: self.x - 2.0 * self.p
+    calls = []
+    real = _analyse.analyse
+    monkeypatch.setattr(_analyse, "analyse", lambda *a: calls.append(1) or real(*a))
+    for _ in range(3):
+        system = solvers.System.build(graph)
+    assert len(calls) == 1
+    np.testing.assert_allclose(solvers.solve(system).x, [2.0], rtol=1e-12)
+
+
+def test_system_build_of_a_root_that_is_not_a_node_says_what_to_pass():
+    with pytest.raises(sg.GraphTypeError, match=r"root node of a graph.*sg.Bundle"):
+        solvers.System.build([chain([1.0])])
+
+
 def test_a_changed_leaf_shape_or_dtype_is_analysed_again():
     first = solvers.System.build(chain([1.0, 8.0]))
     ints = Chain([Cell(jnp.asarray(1.0)), Cell(jnp.asarray(8, dtype=jnp.int32))])  # same treedef

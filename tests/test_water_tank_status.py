@@ -113,6 +113,17 @@ def test_sweep_members_warn_about_flow_into_a_full_tank() -> None:
     assert sweep[0].flow("P3") > 0.0
 
 
+def test_a_sweep_of_tank_levels_is_checked_at_each_members_level() -> None:
+    # The check read the file's level (full) for every member: both warned.
+    model = build_water(read_inp(FULL.format(init=20, diameter=10)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sweep = model.sweep(np.array([5.0, 10.0]), ".tanks['T1'].level")
+    assert all(member.flow("P3") > 0.0 for member in sweep)
+    with pytest.warns(UserWarning, match="member 1: flow .* full or out of an empty tank"):
+        model.sweep(np.array([5.0, 20.0]), ".tanks['T1'].level")
+
+
 def test_command_line_snapshot_reports_the_closed_link(tmp_path) -> None:
     from scenarios.water._run import run
     path = tmp_path / "full.inp"

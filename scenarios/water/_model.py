@@ -143,8 +143,7 @@ class WaterResult(NamedTables, AbstractMemberResult):
         problems = [f"reverse flow {self.flow(name):.3g} m3/s in {name!r}" for name in checked
                     if self.flow(name) < 0.0]
         if net.tanks and not self.closed:
-            full = tank_limited(snapshot_state(net), self.solved.graph,
-                                lambda link: self._value(link.flow))
+            full = tank_limited(snapshot_state(net), self.solved.graph, self._value)
             problems += [f"flow {self.flow(name):.3g} m3/s into a full or out of an empty "
                          f"tank in {name!r}" for name in full]
         return problems

@@ -36,11 +36,15 @@ def snapshot_state(network: WaterNetwork) -> EPSState:
     return state
 
 
-def tank_limited(state: EPSState, graph: WaterGraph, flow_of) -> tuple[str, ...]:
+def tank_limited(state: EPSState, graph: WaterGraph, value_of) -> tuple[str, ...]:
     """Names of the links in ``graph`` that would fill a full tank or drain an empty one;
-    ``flow_of(element)``: the solved flow (m3/s) of a link element."""
+    ``value_of(leaf)``: one member's value of a graph leaf (its solved flows in m3/s; its
+    tank levels in m decide which tanks are full, as a sweep or an edit may set them)."""
+    for name, i in state.tank_index.items():
+        if name in graph.tanks:
+            state.volume[i] = state.volume_at(i, value_of(graph.tanks[name].level))
     links = {**graph.pipes, **graph.pumps}
-    flows = np.asarray([flow_of(links[link.name]) if link.name in links else 0.0
+    flows = np.asarray([value_of(links[link.name].flow) if link.name in links else 0.0
                         for link in state.links])
     closed = tank_closures(state, flows)
     return tuple(link.name for link, c in zip(state.links, closed) if c)
@@ -69,11 +73,11 @@ def solve_snapshot(network: WaterNetwork, graph: WaterGraph, method) -> tuple:
     if not network.tanks:
         return solved, ()
     state, closed = snapshot_state(network), ()
-    flow_of = lambda link: float(np.asarray(link.flow))  # noqa: E731
+    value_of = lambda leaf: float(np.asarray(leaf))  # noqa: E731
     for _ in range(MAX_CHECKS):
         if not bool(np.asarray(solved.solution.converged)):
             break
-        new = tank_limited(state, solved.graph, flow_of)
+        new = tank_limited(state, solved.graph, value_of)
         if new == closed:
             break
         closed = new

@@ -45,13 +45,17 @@ class _Structure:
         self._hook_probe = _kinds.HookProbe(k.cls for k in an.kinds)
 
     def persistent_key(self) -> tuple:
-        """What the lowering depends on, as values a digest can read in any process (class
-        names, static values' reprs, reference and kind index arrays): `key` without object
-        identities, for a sweep's results directory to refuse another model."""
-        kinds = [f"{k.cls.__module__}.{k.cls.__qualname__} {k.statics!r} {k.key[2:]!r}"
-                 for k in self.an.kinds]
+        """What the lowering depends on, as values a digest reads alike in any process (class
+        names, static values in a canonical text, reference and kind index arrays): `key`
+        without object identities, for a sweep's results directory to refuse another model."""
+        kinds = [f"{k.cls.__module__}.{k.cls.__qualname__} {_canonical(k.statics)} "
+                 f"{k.key[2:]!r}" for k in self.an.kinds]
         return ("\n".join([self.mode] + kinds), self.an.kind_of,
                 tuple(k.slots for k in self.an.kinds))
+
+    def refresh_hooks(self) -> None:
+        """Read the classes' namespaces anew (their hook functions are the key's)."""
+        self._hook_probe = _kinds.HookProbe(k.cls for k in self.an.kinds)
 
     def hooks_current(self) -> bool:
         """Whether the classes still have the hook functions this structure was lowered for
@@ -75,6 +79,18 @@ class _Structure:
         return self.hash
 
 
+def _canonical(value) -> str:
+    """A static value as text that does not depend on the process: sets in sorted order
+    (their repr follows the hash seed), numpy scalars as Python numbers."""
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(map(_canonical, value))) + "}"
+    if isinstance(value, (tuple, list)):
+        return type(value).__name__ + "(" + ", ".join(map(_canonical, value)) + ")"
+    if isinstance(value, np.generic):
+        return repr(value.item())
+    return repr(value)
+
+
 class System:
     """``F(x, params) = 0`` lowered from a graph; build with :meth:`System.build`."""
 
@@ -95,8 +111,9 @@ class System:
         when possible). ``square``: require as many equations as unknowns. ``validate``: check
         equation counts and structural singularity now, naming the nodes involved.
 
-        The analysis, lowering and checks are cached by the graph's structure (its treedef;
-        the last `STRUCTURE_CACHE_SIZE` structures): an equal structure skips them and only
+        The analysis, lowering and checks are cached by the graph's structure (its treedef,
+        as `sg.flatten_nodes` keys it, and the classes' hook functions; the last
+        `STRUCTURE_CACHE_SIZE` structures): an equal structure skips them and only
         gathers the values (x0, params) from ``root``'s leaves.
         """
         if evaluation not in EVALUATIONS:
@@ -288,6 +305,8 @@ def _plan(st, leaves: list, evaluation: str, plan_key: tuple) -> _Plan:
         evaluator, mode = _evaluator(an, evaluation)
         _check_residual_dtype(an, evaluator.eq)
         structure = _Structure(an, evaluator, mode, key)
+    elif not structure.hooks_current():  # a name on a base class changed, not the functions
+        structure.refresh_hooks()  # (an equal key means equal hook functions)
     return _Plan(structure, positions, _gather.ScalarLayout.of(an, positions), plan_key)
 
 

@@ -206,7 +206,20 @@ def _replayed_jvp(spec, primals, tangents):
         return _transient.replay(problem, cfg, ls, params, x_start, s, out)
 
     _, d_ys = jax.jvp(replayed, (params, x0), tangents[1:])
-    return out.ys, jnp.where(jnp.isnan(out.ys), 0.0, d_ys)
+    return out.ys, _failed_outputs_poisoned(jnp.isnan(out.ys), d_ys)
+
+
+def _failed_outputs_poisoned(failed, d_ys):
+    """The outputs' tangent with NaN derivatives for outputs the run did not reach, as a
+    solve gives a failed member: forward, a nonzero tangent is NaN there; reverse, a nonzero
+    cotangent on one of them makes the whole member's gradient NaN. A zero one (a mask with
+    ``jnp.where``) keeps every derivative finite. The poison sits in the solve functions of
+    an identity ``custom_linear_solve``, which see the tangent and the cotangent: the only
+    place a derivative rule may test them for zero."""
+    forward = lambda _, t: jnp.where(failed & jnp.any(t != 0), jnp.nan, t)  # noqa: E731
+    reverse = lambda _, ct: jnp.where(jnp.any(failed & (ct != 0)), jnp.nan, ct)  # noqa: E731
+    return lax.custom_linear_solve(lambda v: v, jnp.where(failed, 0.0, d_ys),
+                                   solve=forward, transpose_solve=reverse)
 
 
 def _dc_problem(problem: TransientProblem) -> FlatProblem:

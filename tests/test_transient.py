@@ -174,6 +174,24 @@ def test_gradient_through_a_batch_matches_finite_differences():
     np.testing.assert_allclose(np.asarray(grad), np.asarray(fd), rtol=1e-4)
 
 
+def test_outputs_a_failed_run_did_not_reach_have_nan_derivatives_unless_masked():
+    # They carried a zero derivative: a loss over them was NaN while its gradient looked fine.
+    cfg = solvers.Integrator(rtol=1e-6, atol=1e-9, max_steps=100)  # stops before 3 ms
+
+    def outputs(r):
+        return solvers.simulate(rc(r), T, integrator=cfg).x[:, 2]
+
+    reached = ~np.isnan(np.asarray(outputs(1e3)))
+    assert 3 < reached.sum() < len(T)
+    assert np.isnan(float(jax.grad(lambda r: outputs(r).sum())(1e3)))
+    masked = lambda r: jnp.where(jnp.asarray(reached), outputs(r), 0.0).sum()  # noqa: E731
+    fd = (masked(1e3 + 1e-2) - masked(1e3 - 1e-2)) / 2e-2
+    np.testing.assert_allclose(float(jax.grad(masked)(1e3)), float(fd), rtol=1e-4)
+    assert float(fd) != 0.0
+    tangent = np.asarray(jax.jacfwd(outputs)(1e3))
+    assert np.all(np.isnan(tangent[~reached])) and np.all(np.isfinite(tangent[reached]))
+
+
 def test_charge_must_return_pairs():
     class Bad(sg.ReffableTreeNode):
         a: Node

@@ -265,7 +265,7 @@ def _checked(sol: Solution, throw: bool) -> Solution:
     return raise_if_failed_anywhere(sol) if throw else sol
 
 
-def _to_device(value) -> jax.Array:
+def _sweep_array(value) -> jax.Array:
     """A sweep's values (numpy, lists) as one array: ``device_put`` of the host array, as
     ``jnp.asarray`` compiles a staging program per new numpy shape; a list that holds
     tracers (swept values under ``grad``) is stacked by ``jnp.asarray``."""
@@ -289,7 +289,7 @@ def _sweep_values(system: System, values: Mapping[Any, Any]) -> tuple[tuple, tup
     keys, batched = [], []
     for key, value in values.items():
         sel = paths.sweep_key(key, system._nodes)
-        value = value if isinstance(value, jax.Array) else _to_device(value)
+        value = value if isinstance(value, jax.Array) else _sweep_array(value)
         if value.ndim == 0:
             raise ValueError(f"solve_batch value for {sel.key!r} is a scalar: give one value "
                              "per batch member, stacked on a leading axis.")

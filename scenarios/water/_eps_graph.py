@@ -58,6 +58,18 @@ class StepValues:
     pump_speeds: np.ndarray
 
 
+def closed_resistance(ratio: float) -> float:
+    """EPANET's closed-link law ``dh = CBIG q`` as ``closed_r`` (s/m^2, on the physical flow;
+    ``ratio``: the network's EPANET flow-unit ratio)."""
+    return FT * CBIG * ratio / CFS
+
+
+def switched(link, status: float, closed_r: float):
+    """The switchable form of a pipe or pump element (same fields), open (1) or closed (0)."""
+    fields = {f.name: getattr(link, f.name) for f in dataclasses.fields(link)}
+    return _SWITCHED[type(link)](**fields, status=status, closed_r=closed_r)
+
+
 def _check_islands(network: WaterNetwork) -> None:
     """Raise ``IslandError`` for junctions that no link at all (open or closed: a closed link
     conducts ``1 / CBIG``, as in EPANET) joins to a reservoir or tank."""
@@ -90,15 +102,14 @@ class EPSGraph:
         net, c = self.network, self.consts
         hyd, junctions, reservoirs, tanks = build_nodes(net, c)
         nodes = {**junctions, **reservoirs, **tanks}
-        closed_r = FT * CBIG * self.ratio / CFS  # s/m^2, on the physical flow
+        closed_r = closed_resistance(self.ratio)
         pipes = {p.name: SwitchedPipe(nodes[p.start], nodes[p.end], hyd, p.length, p.diameter,
                                       p.roughness, p.minor_loss, FT * np.pi * p.diameter ** 2
                                       / 4.0, 1.0, closed_r) for p in net.pipes}
         pumps = {}
         for p in net.pumps:
             plain = _pump(dataclasses.replace(p, speed_t0=1.0), nodes, hyd, c, self.ratio)
-            fields = {f.name: getattr(plain, f.name) for f in dataclasses.fields(plain)}
-            pumps[p.name] = _SWITCHED[type(plain)](**fields, status=1.0, closed_r=closed_r)
+            pumps[p.name] = switched(plain, 1.0, closed_r)
         return WaterGraph(hyd, junctions, reservoirs, tanks, pipes, pumps)
 
     def _locate(self) -> None:

@@ -10,7 +10,6 @@ Check valves and pumps keep their t = 0 statuses here (``WaterResult.status_prob
 """
 from __future__ import annotations
 
-import dataclasses
 import warnings
 
 import numpy as np
@@ -18,11 +17,10 @@ import numpy as np
 from .._network_solve import solve_graph
 from ._build import is_open
 from ._elements import WaterGraph
-from ._eps_graph import _SWITCHED, CBIG
+from ._eps_graph import closed_resistance, switched
 from ._eps_status import MAX_CHECKS, tank_closures
 from ._eps_time import Clock, EPSState
 from ._inp_types import WaterNetwork
-from ._inp_units import CFS, FT
 
 __all__ = ["solve_snapshot", "snapshot_state", "tank_limited"]
 
@@ -52,15 +50,11 @@ def tank_limited(state: EPSState, graph: WaterGraph, value_of) -> tuple[str, ...
 
 def closed_graph(graph: WaterGraph, names: tuple, ratio: float) -> WaterGraph:
     """``graph`` with the links ``names`` closed by EPANET's law ``dh = CBIG q``."""
-    closed_r = FT * CBIG * ratio / CFS  # s/m^2, on the physical flow
+    closed_r = closed_resistance(ratio)
 
     def close(links: dict) -> dict:
-        out = dict(links)
-        for name in set(names) & set(links):
-            link = links[name]
-            fields = {f.name: getattr(link, f.name) for f in dataclasses.fields(link)}
-            out[name] = _SWITCHED[type(link)](**fields, status=0.0, closed_r=closed_r)
-        return out
+        return {name: switched(link, 0.0, closed_r) if name in names else link
+                for name, link in links.items()}
 
     return WaterGraph(graph.hydraulics, graph.junctions, graph.reservoirs, graph.tanks,
                       close(graph.pipes), close(graph.pumps))

@@ -94,11 +94,9 @@ def _canonical(value) -> str:
 class System:
     """``F(x, params) = 0`` lowered from a graph; build with :meth:`System.build`."""
 
-    def __init__(self, x0, params, structure: _Structure, graph: Any = None,
-                 nodes: Optional[list] = None):
+    def __init__(self, x0, params, structure: _Structure, nodes: Optional[list] = None):
         self.x0, self.params, self._s = x0, params, structure
-        self._graph = graph  # the user's root (for locating its node objects); not pytree data
-        self._built_nodes = nodes  # its node objects as built (a relinked graph has others)
+        self._built_nodes = nodes  # the graph's node objects as built; not pytree data
         self._nodes_list: list | None = None
 
     @classmethod
@@ -128,7 +126,7 @@ class System:
             plan = _plan(sg.structure(root), leaves, evaluation, plan_key)
             values = plan.gather(leaves)
         structure = plan.structure
-        system = cls(*values, structure, root, nodes)
+        system = cls(*values, structure, nodes)
         if validate and square not in structure.checked:
             system.validate(square=square)
             structure.checked.add(square)
@@ -264,9 +262,7 @@ class System:
     def _nodes(self) -> list | None:
         """The node objects of the graph this System was built from, in node order (None for
         a System that came out of a transform: it holds copies)."""
-        if self._graph is None:
-            return None
-        if self._nodes_list is None:
+        if self._built_nodes is not None and self._nodes_list is None:
             self._nodes_list = NodeList(self._built_nodes)
         return self._nodes_list
 

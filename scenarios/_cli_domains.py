@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ._cli_plots import default_draw
-from ._cli_report import Report, SweepSpec
+from ._cli_report import Report, SweepSpec, read_residual
 
 __all__ = ["SCENARIOS", "Scenario", "ScenarioUnavailable", "DATA"]
 
@@ -98,7 +98,7 @@ def _from_json(name: str, doc: Any) -> Report:
             for group, values in point.items() if isinstance(values, Mapping)
             for key, value in values.items()]
     return Report(name, str(doc.get("solver", "default")), bool(doc.get("converged", False)),
-                  int(doc.get("iterations", 0)), float(doc.get("residual_norm", float("nan"))),
+                  int(doc.get("iterations", 0)), read_residual(doc.get("residual_norm")),
                   rows, dict(doc))
 
 

@@ -37,7 +37,7 @@ class Report:
     solver: str
     converged: bool
     iterations: int
-    residual_norm: float
+    residual_norm: float | None  # None: the run keeps none (a transient)
     rows: list
     json: dict
     draw: Callable[[Any], None] | None = None
@@ -54,14 +54,15 @@ class Report:
         ``converged``, ``iterations`` and ``residual_norm``; ``solver`` is the method the
         run was given (named by :func:`solver_name`)."""
         return cls(scenario, solver_name(solver), bool(doc["converged"]), int(doc["iterations"]),
-                   float(doc["residual_norm"]), rows, doc, draw, title, list(notes), tables)
+                   read_residual(doc.get("residual_norm")), rows, doc, draw, title, list(notes),
+                   tables)
 
     def table(self, max_rows: int = 12) -> str:
         """The readable summary printed by ``python -m scenarios run``."""
         head = [("scenario", self.scenario, ""), ("solver", self.solver, ""),
                 ("converged", "yes" if self.converged else "NO", ""),
                 ("iterations", str(self.iterations), ""),
-                ("residual", f"{self.residual_norm:.3g}", "max|F|")]
+                _residual_row(self.residual_norm)]
         shown = [(str(n), v if isinstance(v, str) else fmt(v), u)
                  for n, v, u in self.rows[:max_rows]]  # format only what is printed
         width = max(len(n) for n, _, _ in head + shown)
@@ -74,6 +75,17 @@ class Report:
         if len(self.rows) > max_rows:
             lines.append(f"  ... and {len(self.rows) - max_rows} more (all of them in --json)")
         return "\n".join(lines + [f"  note: {n}" for n in self.notes])
+
+
+def read_residual(value: Any) -> float | None:
+    """A document's ``residual_norm``: None where it has none (a transient's is null)."""
+    return None if value is None else float(value)
+
+
+def _residual_row(norm: float | None) -> tuple:
+    if norm is None:
+        return ("residual", "n/a", "steps converge on their update size")
+    return ("residual", f"{norm:.3g}", "max|F|")
 
 
 def fmt(value: Any) -> str:

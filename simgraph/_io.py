@@ -12,6 +12,7 @@ Every part of the description is checked before it is used; a malformed file rai
 
 from __future__ import annotations
 
+import collections
 import json
 import struct
 import zlib
@@ -57,8 +58,8 @@ def save(path: str | os.PathLike, graph: Any) -> None:
     """Write ``graph`` (its root node) to ``path`` (a ``.npz`` file).
 
     Data fields may hold nodes, numeric arrays (bool, integer, float, complex, ml_dtypes),
-    numbers, None, and lists, tuples and str-keyed dicts of these; static fields numbers,
-    strings, None and tuples. Every value is checked before the file is opened: whatever
+    numbers, None, and lists, tuples and str-keyed dicts (or OrderedDicts) of these; static
+    fields numbers, strings, None and tuples. Every value is checked before the file is opened: whatever
     :func:`load` could not read back (a string in a data field, a text, date, object or
     structured array, nesting deeper than 64 levels, another type) raises
     :class:`GraphFileError` naming its key path, and nothing is written. A root that is not a
@@ -117,9 +118,9 @@ class _Encoder:
         if type(v) in (list, tuple):
             items = [self.value(x, f"{where}[{i}]", depth + 1) for i, x in enumerate(v)]
             return {"t": type(v).__name__, "v": items}
-        if isinstance(v, dict) and all(isinstance(k, str) for k in v):
-            return {"t": "dict", "v": {str(k): self.value(x, f"{where}[{k!r}]", depth + 1)
-                                       for k, x in v.items()}}
+        if type(v) in _DICTS and all(isinstance(k, str) for k in v):
+            return {"t": _DICTS[type(v)], "v": {k: self.value(x, f"{where}[{k!r}]", depth + 1)
+                                                for k, x in v.items()}}
         raise self._unsupported(v, where)
 
     def array(self, a: np.ndarray, scalar: bool, where: str) -> dict:
@@ -169,12 +170,15 @@ class _Encoder:
 
     def _unsupported(self, v: Any, where: str) -> GraphFileError:
         hint = (" (convert it to a plain list or tuple)" if isinstance(v, (list, tuple)) else
-                " (its keys must be str)" if isinstance(v, dict) else "")
+                " (its keys must be str)" if type(v) in _DICTS else
+                " (convert it to a plain dict)" if isinstance(v, dict) else "")
         return self._refuse(where, f"a {type(v).__name__}{hint}. Saved graphs hold nodes, "
                             "numeric arrays, numbers, None, lists, tuples and str-keyed dicts in "
                             "data fields; numbers, strings, None and tuples in static fields")
 
 
+#: Dict types a data field may hold, by tag; an OrderedDict is its own pytree node in JAX.
+_DICTS = {dict: "dict", collections.OrderedDict: "odict"}
 _STATIC_TAGS = (("bool", bool), ("int", int), ("float", float), ("str", str))
 
 
@@ -315,8 +319,9 @@ class _Decoder:
         if t in ("list", "tuple") and isinstance(payload, list) and (traced or t == "tuple"):
             items = [self.value(x, f"{at_}[{i}]", traced, depth + 1) for i, x in enumerate(payload)]
             return items if t == "list" else tuple(items)
-        if traced and t == "dict" and isinstance(payload, dict):
-            return {k: self.value(x, f"{at_}[{k!r}]", traced, depth + 1) for k, x in payload.items()}
+        if traced and t in ("dict", "odict") and isinstance(payload, dict):
+            items = {k: self.value(x, f"{at_}[{k!r}]", traced, depth + 1) for k, x in payload.items()}
+            return items if t == "dict" else collections.OrderedDict(items)
         if traced and t == "ref":
             return self._ref(payload, at_)
         if traced and t == "array":

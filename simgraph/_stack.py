@@ -53,7 +53,9 @@ def update(live: Any, transformed: Any) -> Any:
     """Write the state of ``transformed`` (e.g. a jit output) into ``live`` in place.
 
     The user's objects keep their identities; only data fields change. Both graphs must have
-    the same structure; nothing is modified if they do not. Returns ``live``.
+    the same structure and leaf shapes (a batched copy, such as ``solve_batch``'s
+    ``.system``, cannot go into one graph); nothing is modified if they do not. Returns
+    ``live``.
     """
     children_live, entries_live, nodes_live = _tables.walk(live)
     children_new, entries_new, nodes_new = _tables.walk(transformed)
@@ -66,6 +68,7 @@ def update(live: Any, transformed: Any) -> Any:
             f"cannot update: the transformed graph differs at {where}. Update a graph from a "
             "transformed copy of itself."
         )
+    _refuse_new_shapes(live, transformed, children_live, children_new)
     new_index = {id(n): k for k, n in enumerate(nodes_new)}
     base = ReffableTreeNode
     writes = []
@@ -79,3 +82,20 @@ def update(live: Any, transformed: Any) -> Any:
     for node, name, value in writes:
         node.__dict__[name] = value
     return live
+
+
+def _refuse_new_shapes(live: Any, transformed: Any, children_live: list, children_new: list):
+    """A ``StructureMismatchError`` at the first leaf whose shape ``update`` would change."""
+    is_node = lambda x: isinstance(x, ReffableTreeNode)  # noqa: E731 (references: no shape)
+    old = jax.tree_util.tree_leaves(children_live, is_leaf=is_node)
+    new = jax.tree_util.tree_leaves(children_new, is_leaf=is_node)
+    if all(is_node(a) or jnp.shape(a) == jnp.shape(b) for a, b in zip(old, new)):
+        return
+    pairs = zip(jax.tree_util.tree_flatten_with_path(live)[0],
+                jax.tree_util.tree_leaves(transformed))
+    path, a, b = next((p, a, b) for (p, a), b in pairs if jnp.shape(a) != jnp.shape(b))
+    raise StructureMismatchError(
+        f"cannot update: {jax.tree_util.keystr(path)} has shape {jnp.shape(a)} but the "
+        f"transformed graph holds shape {jnp.shape(b)} there. A batched graph (from vmap or "
+        "solve_batch) holds every member: take one first (sg.unstack(batched)[i]); to "
+        "resize a field, assign it on its node.")

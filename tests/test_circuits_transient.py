@@ -51,6 +51,10 @@ def test_cli_runs_tran_and_matches_ngspice(rc_step_report):
     doc = rc_step_report.json
     assert doc["analysis"] == "tran" and rc_step_report.converged
     assert json.loads(json.dumps(doc)) == doc
+    # a transient keeps no residual: null, and the table says so (it printed 0.0 before)
+    assert doc["residual_norm"] is None and rc_step_report.residual_norm is None
+    row = next(line for line in rc_step_report.table().splitlines() if "residual" in line)
+    assert row.split()[:2] == ["residual", "n/a"]
     np.testing.assert_allclose(doc["time"], 1e-5 * np.arange(601), rtol=0, atol=1e-15)
     ref = reference("rc_step")
     i, j = check_against(ref, doc["time"], doc["node_voltages"], doc["source_currents"])

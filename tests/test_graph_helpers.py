@@ -94,6 +94,16 @@ def test_update_rejects_other_structure_and_leaves_graph_untouched():
     assert float(system.providers[0].value) == before
 
 
+def test_update_refuses_a_batched_copy_and_leaves_graph_untouched():
+    system = make_system(3, 2)
+    batched = sg.stack([system, system])  # what vmap or solve_batch's .system hold
+    with pytest.raises(sg.StructureMismatchError, match=r"\.equations\[0\]\.constant has shape "
+                       r"\(\) but the transformed graph holds shape \(2,\)"):
+        sg.update(system, batched)
+    assert all(jnp.shape(leaf) == () for leaf in jax.tree_util.tree_leaves(system))
+    assert sg.update(system, sg.unstack(batched)[1]) is system  # one member goes in
+
+
 def test_update_mixed_container_references_point_to_live_nodes():
     s1 = Shared(jnp.asarray(1.0))
     m = Mixed({"w": jnp.ones(2), "ref": s1}, (s1,))
@@ -116,6 +126,23 @@ def test_save_load_roundtrip(tmp_path):
     assert r.refs[1].value.dtype == np.float32 and r.refs[1].next.value.dtype == np.int16
     assert r.data["py"] == 3 and isinstance(r.data["py"], int) and r.data["none"] is None
     assert jax.tree_util.tree_structure(r) == jax.tree_util.tree_structure(m)
+
+
+def test_save_load_keeps_an_ordered_dict_and_refuses_other_dict_types(tmp_path):
+    import collections
+
+    s = Shared(jnp.asarray(2.0))
+    ordered = collections.OrderedDict([("z", np.ones(2)), ("a", s)])
+    m = Mixed(ordered, (s,))
+    sg.save(tmp_path / "g.npz", m)
+    r = sg.load(tmp_path / "g.npz")
+    assert type(r.data) is collections.OrderedDict and list(r.data) == ["z", "a"]
+    assert r.data["a"] is r.refs[0]
+    assert jax.tree_util.tree_structure(r) == jax.tree_util.tree_structure(m)  # was a dict
+    m.data = collections.defaultdict(list, z=np.ones(2))
+    with pytest.raises(sg.GraphFileError, match=r"\.data: cannot save a defaultdict \(convert "
+                       r"it to a plain dict\)"):
+        sg.save(tmp_path / "d.npz", m)
 
 
 _ML_DTYPES = ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "int4", "uint4"]

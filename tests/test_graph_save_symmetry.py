@@ -3,6 +3,7 @@ whatever load would refuse, save refuses first (GraphFileError naming the key pa
 written). Fuzzed over field values, then the cases that once broke it, one by one."""
 
 import enum
+from collections import OrderedDict
 from typing import Any
 
 import jax
@@ -43,6 +44,7 @@ _SCALARS = (st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats()
 _DATA = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3)
                      | st.lists(inner, max_size=3).map(tuple)
                      | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=3), inner, max_size=3).map(OrderedDict)
                      | st.dictionaries(st.integers(0, 3), inner, max_size=2), max_leaves=10)
 _STATIC = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3)
@@ -72,12 +74,15 @@ def _same(a, b) -> bool:
         return (type(b) is (list if isinstance(a, list) else tuple) and len(a) == len(b)
                 and all(_same(x, y) for x, y in zip(a, b)))
     if isinstance(a, dict):
-        return type(b) is dict and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+        return type(b) is type(a) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
     return _same_scalar(a, b)
 
 
 def _same_scalar(a, b) -> bool:
-    """Equal, NaN included; subclasses (IntEnum, np.float64, np.str_) load as their base."""
+    """Equal, NaN included; subclasses (IntEnum, np.float64, np.str_) load as their base,
+    other numpy scalars (np.int32) as the Python number they hold."""
+    if isinstance(a, (np.bool_, np.number)):
+        a = a.item()
     base = next(t for t in (bool, int, float, complex, str, type(None)) if isinstance(a, t))
     if type(b) is not base:
         return False

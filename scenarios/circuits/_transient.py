@@ -69,7 +69,8 @@ class CircuitTransient:
         return self.solution.message()
 
     def to_json(self) -> dict:
-        """``{"analysis": "tran", "time": [...], "node_voltages": {...}, ...}`` plus run stats."""
+        """``{"analysis": "tran", "time": [...], "node_voltages": {...}, ...}`` plus run stats;
+        ``residual_norm`` is null (a transient's steps converge on their update's size)."""
         lists = lambda d: {k: np.asarray(v).tolist() for k, v in d.items()}  # noqa: E731
         sol = self.solution
         return {"analysis": "tran", "time": self.time.tolist(),
@@ -78,7 +79,9 @@ class CircuitTransient:
                 "inductor_currents": lists(self.inductor_currents),
                 "converged": self.converged, "result": sol.message(),
                 "iterations": int(sol.n_newton), "accepted_steps": int(sol.n_steps),
-                "rejected_steps": int(sol.n_rejected), "residual_norm": 0.0}
+                "rejected_steps": int(sol.n_rejected),
+                # each step converges on its update's size; no residual is kept
+                "residual_norm": None}
 
     def to_frame(self):
         """The waveforms as a pandas DataFrame: one row per time point (index ``time_s``),

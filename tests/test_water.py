@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -192,7 +193,7 @@ def test_unsupported_head_loss_formula_is_refused() -> None:
         build_water(read_inp(text))
 
 
-def test_reverse_flow_through_a_check_valve_is_reported() -> None:
+def test_reverse_flow_closes_a_check_valve_and_a_sweep_member_warns() -> None:
     text = """
 [JUNCTIONS]
 J  0  1
@@ -204,9 +205,17 @@ P1  R1  J  100  100  100  0  Open
 P2  R2  J  100  100  100  0  CV
 [END]
 """
-    with pytest.warns(UserWarning, match="reverse flow .* in 'P2'"):
-        result = build_water(read_inp(text)).solve()
-    assert result.converged and result.flow("P2") < 0.0
+    model = build_water(read_inp(text))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the snapshot's status check closes the valve
+        result = model.solve()
+    assert result.converged and result.closed == ("P2",) and result.flow("P2") == 0.0
+    # J's 1 GPM from R1 alone, plus the closed valve's dh / CBIG (1.4e-8 m3/s at 50 m)
+    assert result.flow("P1") == pytest.approx(6.30902e-5, rel=1e-3)
+    assert result.status_problems() == []
+    with pytest.warns(UserWarning, match="member 0: reverse flow .* in 'P2'"):
+        sweep = model.sweep(np.array([1.0]))  # members are solved without status checks
+    assert sweep[0].flow("P2") < 0.0
 
 
 def test_large_network_path_uses_a_sparse_lu() -> None:

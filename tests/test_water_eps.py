@@ -192,6 +192,19 @@ def test_edited_net1_matches_epanet(name, held):
     assert d_level < 1e-7 and d_head < 1e-7 and d_flow < 1e-8, (d_level, d_head, d_flow)
 
 
+@pytest.mark.parametrize("name, link", [("Net1_xhead", "9"), ("Net1_cv", "110")])
+def test_snapshot_closes_what_epanet_closes_at_t0(name, link):
+    """The single-period solve applies the same status checks: pump 9 above its shutoff
+    head, check valve 110 against the tank (before, both stayed open with reverse flow)."""
+    doc = json.loads((DATA / f"eps_{name}_tight.json").read_text())
+    step = doc["steps"][0]
+    result = build_water(read_inp(_net1(*doc["edits"]))).solve()
+    assert result.closed == (link,) and step["status"][link] == 0
+    assert all(result.status(k) == v for k, v in step["status"].items())
+    assert max(abs(result.head(k) - v) for k, v in step["heads"].items()) < 1e-6
+    assert max(abs(result.flow(k) - v) for k, v in step["flows"].items()) < 1e-8
+
+
 def test_cli_eps_writes_the_report_grid(capsys, tmp_path):
     from scenarios import _cli
     out = tmp_path / "eps.json"

@@ -1,12 +1,16 @@
-"""The t = 0 snapshot closes links at full and empty tanks as EPANET 2.2 does (``tankstatus``,
-applied in every hydraulic solve, a single-period one included), so it equals the first solve
-of ``simulate_eps``.
+"""The t = 0 snapshot closes links at full and empty tanks, check valves against reverse flow
+and pumps that cannot lift the head as EPANET 2.2 does (``linkstatus``, applied in every
+hydraulic solve, a single-period one included), so it equals the first solve of
+``simulate_eps``.
 
 Expected heads: with the tank link closed, J1 is fed by P1 alone (H-W, C 100, 200 mm, 1000 m):
 full tank, R1 100 m less the loss at 7 L/s, 0.5468 m, H(J1) = 99.4532 m (was 90.04 m with
 26.5 L/s flowing into the full tank); empty tank, R1 40 m less the loss at 5 L/s, 0.2932 m,
 H(J1) = 39.7068 m (was 43.75 m with the empty tank supplying J1). The hard-coded values are the
-extended-period run's t = 0 (EPANET's constants); the hand values agree within 2e-5 m.
+extended-period run's t = 0 (EPANET's constants); the hand values agree within 2e-5 m. Check
+valve: J1 is fed by P1 alone at 5 L/s, 0.2932 m of loss, H(J1) = 99.7068 m (it was 103.75 m
+with R2 pushing 24.8 L/s back through the valve). Pump: R1 at 10 m cannot reach R2 at 60 m with a
+20 m shutoff head; J1 then sits between the reservoirs at 32.90 m (R2 feeds J1 and R1).
 """
 import warnings
 
@@ -53,8 +57,52 @@ empty tank
 [END]
 """
 
+# R2 (120 m) would push water back through the check valve P2 towards R1 (100 m).
+CHECK_VALVE = """[TITLE]
+check valve
+[JUNCTIONS]
+ J1 0 5
+ J2 0 5
+[RESERVOIRS]
+ R1 100
+ R2 120
+[PIPES]
+ P1 R1 J1 1000 200 100
+ P2 J1 J2 500 150 120 0 CV
+ P3 R2 J2 1000 200 100
+[OPTIONS]
+ Units LPS
+[TIMES]
+ Duration 1:00
+[END]
+"""
+
+# The pump (shutoff head 30 m) cannot lift from R1 (10 m) to R2 (60 m): EPANET closes it.
+PUMP = """[TITLE]
+pump at shutoff
+[JUNCTIONS]
+ J1 0 5
+[RESERVOIRS]
+ R1 10
+ R2 60
+[PIPES]
+ P1 R1 J1 1000 200 100
+ P2 R2 J1 1000 200 100
+[PUMPS]
+ PU1 R1 R2 HEAD C1
+[CURVES]
+ C1 20 20
+[OPTIONS]
+ Units LPS
+[TIMES]
+ Duration 1:00
+[END]
+"""
+
 CASES = {"full": (FULL.format(init=20, diameter=10), "P3", 99.4531873003),
-         "empty": (EMPTY, "P2", 39.7067726352)}
+         "empty": (EMPTY, "P2", 39.7067726352),
+         "check valve": (CHECK_VALVE, "P2", 99.7067734128),
+         "pump at shutoff": (PUMP, "PU1", 32.9025331924)}
 
 
 def _quiet_solve(net):
@@ -64,7 +112,7 @@ def _quiet_solve(net):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_snapshot_closes_the_tank_link_and_equals_eps_at_t0(case) -> None:
+def test_snapshot_closes_the_link_and_equals_eps_at_t0(case) -> None:
     text, link, head_j1 = CASES[case]
     net = read_inp(text)
     result = _quiet_solve(net)

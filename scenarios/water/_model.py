@@ -55,13 +55,12 @@ class WaterModel:
 
     def solve(self, method: Any = None) -> "WaterResult":
         """Solve the t = 0 snapshot. ``method``: a ``solvers`` method object or a factory
-        ``System -> method``; default :data:`DEFAULT_METHOD`. As in EPANET, links that would
-        fill a full tank or drain an empty one are closed and the network solved again
+        ``System -> method``; default :data:`DEFAULT_METHOD`. As in EPANET, check valves
+        against reverse flow, pumps that cannot lift the head and links that would fill a
+        full tank or drain an empty one are closed and the network solved again
         (``WaterResult.closed`` names them)."""
         solved, closed = solve_snapshot(self.network, self.graph, method or DEFAULT_METHOD)
-        result = WaterResult(self, solved, closed=closed)
-        _warn_status(result.status_problems())
-        return result
+        return WaterResult(self, solved, closed=closed, checked=True)
 
     def sweep(self, values, parameter: str = "demand_multiplier", method: Any = None,
               progress: bool | None = None) -> "WaterSweep":
@@ -88,15 +87,17 @@ def _warn_status(problems: list) -> None:
 class WaterResult(NamedTables, AbstractMemberResult):
     """Heads (m), flows (m3/s), demands by EPANET id; ``index`` picks one member of a sweep.
     ``residual_norm`` is max|F| in m of head or m3/s of flow. ``closed``: the links EPANET's
-    status checks closed for the solve (into a full or out of an empty tank; flow 0).
+    status checks closed for the solve (check valves, pumps at shutoff, links into a full or
+    out of an empty tank; flow 0); ``checked``: whether those checks ran (a snapshot; not a
+    sweep member).
     """
 
     TABLES = ("nodes", "links")
 
     def __init__(self, model: WaterModel, solved, index: int | None = None,
-                 closed: tuple = ()):
+                 closed: tuple = (), checked: bool = False):
         super().__init__(model, solved, index)
-        self.closed = tuple(closed)
+        self.closed, self.checked = tuple(closed), checked
         g = solved.graph
         self._nodes = {**g.junctions, **g.reservoirs, **g.tanks}
         self._links = {**g.pipes, **g.pumps}
@@ -135,14 +136,17 @@ class WaterResult(NamedTables, AbstractMemberResult):
         return _lookup(self._demands, node, "node")
 
     def status_problems(self) -> list:
-        """Links whose fixed open status contradicts the solution (EPANET's status checks
-        would close them): reverse flow through a check-valve pipe or a pump; in a sweep
-        member (solved without status checks), flow into a full or out of an empty tank."""
+        """In a sweep member (solved without status checks), the links whose open status
+        contradicts the solution (EPANET's status checks would close them): reverse flow
+        through a check-valve pipe or a pump, flow into a full or out of an empty tank.
+        Empty for a snapshot, whose checks closed them."""
+        if self.checked:
+            return []
         net = self.model.network
         checked = [p.name for p in net.pipes if p.check_valve] + [p.name for p in net.pumps]
         problems = [f"reverse flow {self.flow(name):.3g} m3/s in {name!r}" for name in checked
                     if self.flow(name) < 0.0]
-        if net.tanks and not self.closed:
+        if net.tanks:
             full = tank_limited(snapshot_state(net), self.solved.graph, self._value)
             problems += [f"flow {self.flow(name):.3g} m3/s into a full or out of an empty "
                          f"tank in {name!r}" for name in full]

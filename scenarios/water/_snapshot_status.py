@@ -1,12 +1,13 @@
-"""EPANET's tank status checks in the t = 0 snapshot (``hydstatus.c``: ``tankstatus``).
+"""EPANET's link status checks in the t = 0 snapshot (``hydstatus.c``: ``linkstatus``).
 
-EPANET checks link statuses during every hydraulic solve, a single-period one included: a link
-that would fill a full tank or drain an empty one is closed for the moment and the network is
+EPANET checks link statuses during every hydraulic solve, a single-period one included: a
+check valve against reverse flow, a pump that would lift more than its shutoff head, and a link
+that would fill a full tank or drain an empty one are closed for the moment and the network is
 solved again, until the closures hold still. :func:`solve_snapshot` does the same with the
-extended-period run's check (:func:`tank_closures` on an :class:`EPSState` at t = 0), so the
+extended-period run's check (:func:`held_closed` on an :class:`EPSState` at t = 0), so the
 snapshot equals ``simulate_eps``'s first solve. A closed link follows EPANET's closed-link law
 ``dh = CBIG q`` (as in the extended-period graph), so closing one never cuts a junction off.
-Check valves and pumps keep their t = 0 statuses here (``WaterResult.status_problems`` warns).
+Controls on junction pressure are not applied here (``simulate_eps`` applies them).
 """
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ from .._network_solve import solve_graph
 from ._build import is_open
 from ._elements import WaterGraph
 from ._eps_graph import closed_resistance, switched
-from ._eps_status import MAX_CHECKS, tank_closures
+from ._eps_status import MAX_CHECKS, held_closed, tank_closures
 from ._eps_time import Clock, EPSState
 from ._inp_types import WaterNetwork
 
-__all__ = ["solve_snapshot", "snapshot_state", "tank_limited"]
+__all__ = ["solve_snapshot", "snapshot_state", "tank_limited", "status_closed"]
 
 
 def snapshot_state(network: WaterNetwork) -> EPSState:
@@ -48,6 +49,24 @@ def tank_limited(state: EPSState, graph: WaterGraph, value_of) -> tuple[str, ...
     return tuple(link.name for link, c in zip(state.links, closed) if c)
 
 
+def status_closed(state: EPSState, graph: WaterGraph, held: tuple) -> tuple[str, ...]:
+    """Names of the links of a solved single ``graph`` that EPANET's ``linkstatus`` holds
+    closed (``held``: the names closed while it was solved; a closed check valve stays closed
+    while its head difference is within tolerance)."""
+    value_of = lambda leaf: float(np.asarray(leaf))  # noqa: E731
+    for name, i in state.tank_index.items():
+        if name in graph.tanks:
+            state.volume[i] = state.volume_at(i, value_of(graph.tanks[name].level))
+    nodes = {**graph.junctions, **graph.reservoirs, **graph.tanks}
+    heads = {name: value_of(node.head) for name, node in nodes.items()}
+    links = {**graph.pipes, **graph.pumps}
+    flows = np.asarray([value_of(links[link.name].flow) if link.name in links else 0.0
+                        for link in state.links])
+    was = np.asarray([link.name in held for link in state.links])
+    closed = held_closed(state, heads, flows, was)
+    return tuple(link.name for link, c in zip(state.links, closed) if c)
+
+
 def closed_graph(graph: WaterGraph, names: tuple, ratio: float) -> WaterGraph:
     """``graph`` with the links ``names`` closed by EPANET's law ``dh = CBIG q``."""
     closed_r = closed_resistance(ratio)
@@ -61,24 +80,24 @@ def closed_graph(graph: WaterGraph, names: tuple, ratio: float) -> WaterGraph:
 
 
 def solve_snapshot(network: WaterNetwork, graph: WaterGraph, method) -> tuple:
-    """``(solved, closed link names)``: the snapshot solved with EPANET's tank status checks
+    """``(solved, closed link names)``: the snapshot solved with EPANET's link status checks
     repeated until the closures hold still (at most ``MAX_CHECKS`` solves, as EPANET)."""
     solved = solve_graph(graph, method)
-    if not network.tanks:
+    if not (network.tanks or network.pumps or any(p.check_valve for p in network.pipes)):
         return solved, ()
     state, closed = snapshot_state(network), ()
-    value_of = lambda leaf: float(np.asarray(leaf))  # noqa: E731
     for _ in range(MAX_CHECKS):
         if not bool(np.asarray(solved.solution.converged)):
             break
-        new = tank_limited(state, solved.graph, value_of)
+        new = status_closed(state, solved.graph, closed)
         if new == closed:
             break
         closed = new
         solved = solve_graph(closed_graph(graph, closed, network.units.epanet_flow_ratio),
                              method)
     else:
-        warnings.warn(f"the links closed at full or empty tanks did not settle in {MAX_CHECKS} "
-                      "status checks; the last ones are kept, as EPANET does.", RuntimeWarning,
+        warnings.warn(f"the links closed by status checks (check valves, pumps at shutoff, full "
+                      f"or empty tanks) did not settle in {MAX_CHECKS} checks; the last ones "
+                      "are kept, as EPANET does.", RuntimeWarning,
                       stacklevel=3)
     return solved, closed

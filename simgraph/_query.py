@@ -16,16 +16,21 @@ def nodes(root: Any) -> list:
     return _walk.traverse(root)[2]
 
 
+def require_node(root: Any, what: str = "the root node of a graph") -> None:
+    """A ``GraphTypeError`` unless ``root`` is a node."""
+    if not isinstance(root, _walk._node_base()):
+        raise GraphTypeError(
+            f"expected {what} (a ReffableTreeNode), got {type(root).__name__}; to pass "
+            "several nodes, wrap them: sg.Bundle(a, b, ...).")
+
+
 def flatten_nodes(root: Any) -> tuple[list, tuple, list]:
     """``(leaves, key, nodes)`` of the graph of ``root`` in one walk: the leaves in
     ``jax.tree_util.tree_leaves`` order, a hashable key that is equal exactly when the two
     graphs' treedefs are (like a treedef it holds the classes and static values, no node),
     and the nodes as :func:`nodes` lists them. One walk where ``tree_flatten`` and
     :func:`nodes` take two. ``root`` must be a node (wrap several in ``sg.Bundle``)."""
-    if not isinstance(root, _walk._node_base()):
-        raise GraphTypeError(
-            f"expected the root node of a graph (a ReffableTreeNode), got "
-            f"{type(root).__name__}; to pass several nodes, wrap them: sg.Bundle(a, b, ...).")
+    require_node(root)
     children, aux, node_list = _walk.traverse(root)
     leaves, children_def = jax.tree_util.tree_flatten(children)
     return leaves, (type(root), aux, children_def), node_list

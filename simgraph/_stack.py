@@ -11,6 +11,7 @@ from . import _tables, _walk
 from ._compare import leaf_shape_difference, structure_difference
 from ._errors import StructureMismatchError
 from ._node import ReffableTreeNode
+from ._query import require_node
 
 
 def stack(graphs: Sequence[Any], axis: int = 0) -> Any:
@@ -18,6 +19,8 @@ def stack(graphs: Sequence[Any], axis: int = 0) -> Any:
     graphs = list(graphs)
     if not graphs:
         raise ValueError("stack needs at least one graph")
+    for k, graph in enumerate(graphs):
+        require_node(graph, f"graphs[{k}] to be the root node of a graph")
     flat = [jax.tree_util.tree_flatten(g) for g in graphs]
     treedef = flat[0][1]
     for k, (_, td) in enumerate(flat[1:], start=1):
@@ -36,17 +39,35 @@ def stack(graphs: Sequence[Any], axis: int = 0) -> Any:
 
 def unstack(graph: Any, axis: int = 0) -> list:
     """Split a batched graph along ``axis`` into independent graphs."""
+    require_node(graph, "a batched graph's root node")
     leaves, treedef = jax.tree_util.tree_flatten(graph)
     if not leaves:
         raise ValueError("cannot unstack a graph without leaves")
-    sizes = {jnp.shape(x)[axis] for x in leaves}
-    if len(sizes) != 1:
-        raise StructureMismatchError(f"cannot unstack: leaves have different sizes {sorted(sizes)} on axis {axis}")
-    n = sizes.pop()
+    n = _batch_size(graph, leaves, axis)
     return [
         jax.tree_util.tree_unflatten(treedef, [jnp.take(x, i, axis=axis) for x in leaves])
         for i in range(n)
     ]
+
+
+def _batch_size(graph: Any, leaves: list, axis: int) -> int:
+    """The common size of every leaf along ``axis``, or a ``StructureMismatchError`` naming
+    the first leaf without that axis or of another size than the first leaf's."""
+    def size(x):
+        shape = jnp.shape(x)
+        return shape[axis] if -len(shape) <= axis < len(shape) else None
+
+    sizes = [size(x) for x in leaves]
+    bad = next((i for i, s in enumerate(sizes) if s is None or s != sizes[0]), None)
+    if bad is None:
+        return sizes[0]
+    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(graph)[0]]
+    found = (f"has no axis {axis}" if sizes[bad] is None else
+             f"has size {sizes[bad]} on axis {axis}, where {paths[0]} has {sizes[0]}")
+    raise StructureMismatchError(
+        f"cannot unstack: {paths[bad]} (shape {jnp.shape(leaves[bad])}) {found}. unstack "
+        "splits a batched graph (from sg.stack, vmap or solve_batch), whose every leaf has "
+        "the batch axis; give the axis that holds it.")
 
 
 def update(live: Any, transformed: Any) -> Any:
@@ -57,6 +78,8 @@ def update(live: Any, transformed: Any) -> Any:
     ``.system``, cannot go into one graph); nothing is modified if they do not. Returns
     ``live``.
     """
+    require_node(live, "the live graph's root node")
+    require_node(transformed, "the transformed graph's root node")
     children_live, entries_live, nodes_live = _tables.walk(live)
     children_new, entries_new, nodes_new = _tables.walk(transformed)
     if entries_live != entries_new or any(

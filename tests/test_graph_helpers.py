@@ -62,6 +62,24 @@ def test_stack_unstack_roundtrip_keeps_sharing():
     np.testing.assert_allclose(back[3].providers[0].value, 3.0)
 
 
+def test_unstack_stack_update_refuse_what_they_cannot_split_by_key_path():
+    # These raised IndexError (no batch axis) or KeyError '__sg_plan__' (not a node).
+    batched = sg.stack([make_system(3, 2), make_system(3, 2)])
+    with pytest.raises(sg.StructureMismatchError, match=r"\.equations\[0\]\.constant "
+                       r"\(shape \(2,\)\) has no axis 5\."):
+        sg.unstack(batched, axis=5)
+    batched.providers[1].value = jnp.ones(3)
+    with pytest.raises(sg.StructureMismatchError, match=r"\.providers\[1\]\.value \(shape "
+                       r"\(3,\)\) has size 3 on axis 0, where \.equations\[0\]\.constant has 2"):
+        sg.unstack(batched)
+    with pytest.raises(sg.StructureMismatchError, match=r"\(shape \(\)\) has no axis 0"):
+        sg.unstack(make_system(3, 2))  # not batched
+    for call in (lambda: sg.unstack([1, 2]), lambda: sg.stack([1.0, 2.0]),
+                 lambda: sg.update(1.0, 2.0), lambda: sg.update(make_system(3, 2), [1.0])):
+        with pytest.raises(sg.GraphTypeError, match="ReffableTreeNode.*sg.Bundle"):
+            call()
+
+
 def test_stack_says_where_structures_differ():
     a, b = make_system(3, 2), make_system(3, 2)
     b.equations[1].gradient = b.providers[0]  # different sharing pattern

@@ -150,10 +150,15 @@ def cmd_run(args) -> int:
         _need_matplotlib()
     if args.csv:
         _need_pandas()
+        if Path(args.csv).exists() and not Path(args.csv).is_dir():
+            raise UsageError(f"--csv {args.csv}: a file of that name exists; --csv takes a "
+                             "folder to write the tables into (it is created if missing)")
     if args.input is not None and not Path(args.input).is_file():
         raise UsageError(f"input file {args.input!r} does not exist (or is not a file)")
     for flag, out in (("--json", args.json), ("--plot", args.plot)):
         _check_writable(flag, out)
+    if args.plot:
+        _check_plot_format(args.plot)
     options = {"start": "flat"} if args.flat_start else {}
     if args.eps:  # water's extended-period hook
         if args.name != "water":
@@ -174,6 +179,19 @@ def cmd_run(args) -> int:
         else:
             print(f"no plot for this run of {scenario.name} (a --sweep gives one)")
     return 0 if report.converged else 1
+
+
+def _check_plot_format(path: str) -> None:
+    """Refuse, before solving, a plot file whose extension matplotlib cannot write (after
+    ``_need_matplotlib``)."""
+    from matplotlib.figure import Figure
+    formats = Figure().canvas.get_supported_filetypes()
+    suffix = Path(path).suffix.lstrip(".").lower()
+    if suffix not in formats:
+        what = f"'.{suffix}' files" if suffix else "a file without an extension"
+        known = ", ".join("." + f for f in sorted(formats))
+        raise UsageError(f"--plot {path}: matplotlib cannot write {what}; name the file with "
+                         f"one of {known}")
 
 
 def _check_writable(flag: str, out: str | None) -> None:

@@ -71,10 +71,15 @@ def test_bad_files_exit_2_naming_file_and_line(capsys, tmp_path, case):
     (["--sweep", "V1=0:9:1000000000000"], "COUNT 1000000000000 is more than the 10,000,000 points"),
     (["--json", "{missing}/x.json"], "the folder '{missing}' does not exist"),
     (["--plot", "{tmp}"], "is a folder; give a file name"),
+    (["--plot", "{tmp}/x.txt"], "matplotlib cannot write '.txt' files; name the file with one "
+                                "of"),
+    (["--csv", "{file}"], "a file of that name exists; --csv takes a folder"),
 ])
 def test_bad_arguments_are_refused_before_solving(capsys, monkeypatch, tmp_path, argv, fragment):
     monkeypatch.setattr(_cli, "SCENARIOS", {**_cli.SCENARIOS, "circuit": _NeverRun()})
-    names = {"missing": str(tmp_path / "no" / "such"), "tmp": str(tmp_path)}
+    names = {"missing": str(tmp_path / "no" / "such"), "tmp": str(tmp_path),
+             "file": str(tmp_path / "taken")}
+    (tmp_path / "taken").write_text("")
     code = _cli.main(["run", "circuit"] + [a.format(**names) for a in argv])
     _assert_one_line(code, capsys.readouterr().err, fragment.format(**names))
 

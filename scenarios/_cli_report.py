@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Mapping
 import numpy as np
 
 __all__ = ["Report", "SweepSpec", "solve_status", "solver_name", "fmt", "named_rows",
-           "sweep_span", "sweep_rows", "plot_lines", "plot_bars"]
+           "sweep_span", "sweep_rows", "failed_note", "plot_lines", "plot_bars"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +127,21 @@ def sweep_rows(label: str, names: Iterable[str], column: Callable[[str], Any], u
     "first .. last", unit)`` for each name, the values over the sweep being ``column(name)``."""
     return [(f"{label.format(name)} at {span}", f"{fmt(v[0])} .. {fmt(v[-1])}", unit)
             for name, v in ((name, column(name)) for name in names)]
+
+
+def failed_note(param: str, values, converged) -> list:
+    """``[note]`` naming the sweep points that did not converge (their rows' values are not
+    solutions; the JSON has each member's result); ``[]`` if every point converged."""
+    converged = np.asarray(converged, dtype=bool)
+    if converged.shape != (len(values),):
+        raise ValueError(f"one converged flag per point: {converged.shape} for {len(values)}")
+    failed = np.flatnonzero(~converged)
+    if failed.size == 0:
+        return []
+    shown = ", ".join(f"{float(values[i]):.4g}" for i in failed[:8])
+    more = f" and {failed.size - 8} more" if failed.size > 8 else ""
+    return [f"{failed.size} of {len(values)} points did not converge, at {param} = {shown}"
+            f"{more}: their values are not solutions (see --json for each point's result)"]
 
 
 def plot_lines(ax, x, curves: Mapping, xlabel: str, ylabel: str, title: str, **legend) -> None:

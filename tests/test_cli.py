@@ -66,6 +66,18 @@ def test_run_thermal_sweep_writes_json_and_plot(capsys, tmp_path):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.parametrize("argv, point", [
+    (["equations", "--sweep", "m=-1:1:3"], "m = 0"),  # x = c / m has no root at m = 0
+    (["powerflow", "--sweep", "load_scale=1:6:3"], "load_scale = 3.5, 6"),  # past the nose
+])
+def test_a_sweep_names_the_points_that_did_not_converge(capsys, argv, point):
+    # The table's first .. last values mixed in failed points without saying which.
+    code, out, _ = _run(capsys, "run", *argv)
+    assert code == 1 and "converged" in out
+    note = next(line for line in out.splitlines() if "did not converge" in line)
+    assert f"at {point}: their values are not solutions" in note
+
+
 def test_run_with_an_input_file(capsys, tmp_path):
     src = tmp_path / "eqs.json"
     src.write_text(json.dumps({"providers": {"m": 4.0},

@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .._cli_report import (Report, SweepSpec, named_rows, plot_bars, plot_lines, sweep_rows,
+from .._cli_report import (Report, SweepSpec, failed_note, named_rows, plot_bars, plot_lines, sweep_rows,
                            sweep_span)
 from ._netlist import DCSweep, Netlist, Transient, VoltageSource
 from ._solve import solve_circuit, sweep_circuit
@@ -57,8 +57,7 @@ def _sweep_report(netlist: Netlist, source: str, values, solver, progress) -> Re
     span, columns = sweep_span(source, result.values), result.columns
     rows = (sweep_rows("V({})", columns["node_voltages"], result.voltage, "V", span)
             + sweep_rows("I({})", columns["source_currents"], result.source_current, "A", span))
-    notes = [] if result.converged else [
-        f"{int((~result.arrays['converged']).sum())} of {len(result.values)} points failed"]
+    notes = failed_note(source, result.values, result.arrays["converged"])
     unit = "V" if isinstance(netlist.element(source), VoltageSource) else "A"
 
     def draw(fig):

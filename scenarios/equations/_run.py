@@ -5,7 +5,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .._cli_report import Report, SweepSpec, named_rows, plot_lines, sweep_rows, sweep_span
+from .._cli_report import (Report, SweepSpec, failed_note, named_rows, plot_lines, sweep_rows,
+                           sweep_span)
 from ._build import read_equations
 from ._solve import EquationsSweep, sensitivities, solve_equations, sweep_equations
 
@@ -53,4 +54,5 @@ def _sweep_report(graph, result: EquationsSweep, solver) -> Report:
 
     return Report.from_doc("equations", result.to_json(), rows, solver, draw,
                            tables=lambda: {"equations": result.to_frame()},
-                           title=f"m * x = c, batched sweep of {param}")
+                           title=f"m * x = c, batched sweep of {param}",
+                           notes=failed_note(param, result.values, result.arrays["converged"]))

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .._cli_report import Report, SweepSpec
+from .._cli_report import Report, SweepSpec, failed_note
 from ._case_json import read_case_json
 from ._map import draw_power_flow
 from ._matpower import read_matpower
@@ -97,5 +97,6 @@ def _sweep_report(model, sweep: SweepSpec, solver, progress, title: str) -> Repo
     return Report("powerflow", _name(solver), bool(np.all(result.converged)),
                   doc["iterations"], doc["residual_norm"], rows, doc, draw,
                   title=title + f", sweep of {span}",
-                  notes=[f"named sweep parameters: {known} (or a parameter key path)"],
+                  notes=failed_note(sweep.param, sweep.values, result.converged)
+                  + [f"named sweep parameters: {known} (or a parameter key path)"],
                   tables=result.to_frames)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .._cli_report import Report, SweepSpec
+from .._cli_report import Report, SweepSpec, failed_note
 from ._eps_report import eps_report
 from ._inp import read_inp
 from ._map import draw_water_map
@@ -74,5 +74,6 @@ def _sweep_report(model, sweep: SweepSpec, solver, progress, title: str) -> Repo
     known = ", ".join(SWEEP_PARAMETERS)
     return Report("water", _name(solver), bool(np.all(result.converged)), doc["iterations"],
                   doc["residual_norm"], rows, doc, draw, title=title + f", sweep of {span}",
-                  notes=[f"named sweep parameters: {known} (or a parameter key path)"],
+                  notes=failed_note(sweep.param, sweep.values, result.converged)
+                  + [f"named sweep parameters: {known} (or a parameter key path)"],
                   tables=result.to_frames)

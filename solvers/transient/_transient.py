@@ -35,7 +35,8 @@ class State(NamedTuple):
     qp: jax.Array  # Q at the previous accepted point (BDF2)
     hist_t: jax.Array  # (HIST,) newest first; hist_t[0] == t
     hist_x: jax.Array  # (HIST, n)
-    n_hist: jax.Array  # valid history points since the last breakpoint (1..HIST)
+    n_hist: jax.Array  # history points since the last breakpoint, it included (1..HIST + 1:
+    #                    HIST + 1 when it has left the history)
     at_break: jax.Array  # the current point is a breakpoint: the next step restarts
     n_pts: jax.Array  # valid history points, breakpoints or not (for error estimates)
     bp: jax.Array  # next breakpoint
@@ -211,7 +212,7 @@ def step(problem, cfg, ls, params, t_end, hmin, atol, mask, s: State) -> State:
     h_next = jnp.where(ok, h * factor, h / 8.0)
     new = _accepted(problem, cfg, s, p1, x1, t1, h, (a, b, q_eff), order, land, h_next, t_end,
                     accept)
-    new = new._replace(n_hist=jnp.minimum(n_hist + 1, HIST))
+    new = new._replace(n_hist=jnp.minimum(n_hist + 1, HIST + 1))
     new = new._replace(n_newton=s.n_newton + iters)
     rejected = s._replace(h=h_next, n_rej=s.n_rej + 1, n_newton=s.n_newton + iters)
     out = _finish(cfg, _select(accept, new, rejected, new), t_end, hmin)
@@ -259,7 +260,18 @@ def _finish(cfg, s: State, t_end, hmin) -> State:
 class Output(NamedTuple):
     ys: jax.Array  # (G, n) the states on the grid (NaN after a member stopped early)
     g_idx: jax.Array  # (G, HIST) accepted steps interpolated for each grid point
-    g_w: jax.Array  # (G, HIST) their weights
+    g_w: jax.Array  # (G, HIST) their weights for the differential unknowns
+    g_w_alg: jax.Array  # (G, HIST) and for the algebraic ones (`_algebraic_points`)
+
+
+def _algebraic_points(s: State, tg, count):
+    """How many history points interpolate the algebraic unknowns at ``tg``: past the first
+    step after a breakpoint, not the breakpoint's state, which holds the sources' values
+    before a jump there (a step in a PWL, a pulse edge of zero rise): a polynomial through
+    it overshoots for several steps. The differential unknowns are continuous there."""
+    first_after = s.hist_t[jnp.clip(s.n_hist - 2, 0, HIST - 1)]
+    drop = ~s.at_break & (s.n_hist >= 2) & (s.n_hist <= HIST) & (tg > first_after)
+    return jnp.where(drop, jnp.minimum(count, s.n_hist - 1), count)
 
 
 def integrate(problem, cfg, ls, params, x0, start_ok, grid, t0, h0, hmin, atol, mask):
@@ -274,11 +286,14 @@ def integrate(problem, cfg, ls, params, x0, start_ok, grid, t0, h0, hmin, atol, 
 
     def output(s, tg):
         s = lax.while_loop(lambda s: ~s.done & (s.t < tg), advance, s)
-        valid = jnp.arange(HIST) < jnp.minimum(s.n_hist, 3 if _gear(cfg) else HIST)
-        w = lagrange_weights(s.hist_t, valid, tg)
-        y = jnp.where(s.t >= tg, w @ s.hist_x, jnp.nan)
+        count = jnp.minimum(s.n_hist, 3 if _gear(cfg) else HIST)
+        w = lagrange_weights(s.hist_t, jnp.arange(HIST) < count, tg)
+        w_alg = lagrange_weights(s.hist_t, jnp.arange(HIST) < _algebraic_points(s, tg, count),
+                                 tg)
+        y = jnp.where(mask, w @ s.hist_x, w_alg @ s.hist_x)
+        y = jnp.where(s.t >= tg, y, jnp.nan)
         idx = jnp.maximum(s.n_acc - jnp.arange(HIST), 0).astype(jnp.int32)
-        return s, Output(y, idx, w)
+        return s, Output(y, idx, w, w_alg)
 
     return lax.scan(output, s, grid)
 
@@ -306,7 +321,10 @@ def replay(problem, cfg, ls, params, x0, s: State, out: Output) -> jax.Array:
 
     _, xs = lax.scan(body, (x0, q0, jnp.zeros_like(q0), q0), jnp.arange(cfg.max_steps))
     xs = jnp.concatenate([x0[None], xs])
-    return jnp.einsum("gk,gkn->gn", out.g_w, xs[out.g_idx])
+    near = xs[out.g_idx]
+    return jnp.where(jnp.asarray(problem.lowered.differential),
+                     jnp.einsum("gk,gkn->gn", out.g_w, near),
+                     jnp.einsum("gk,gkn->gn", out.g_w_alg, near))
 
 
 def start_root(problem, ls, params, x_star, t0) -> jax.Array:

@@ -212,6 +212,11 @@ ERRORS = [
      "C 9 5", 6, "cannot be fitted"),
     ("[OPTIONS]\nUnits FOO", 2, "unknown flow units 'FOO'"),
     ("[OPTIONS]\nFlux 3", 2, "unknown option 'Flux'"),
+    ("[OPTIONS]\nUnits LPS\nDemand Model PDA\nRequired Pressure 40", 3,
+     "pressure-driven demand (DEMAND MODEL PDA) is not modelled"),
+    ("[OPTIONS]\nDemand Model XDA", 2, "unknown demand model 'XDA'"),
+    ("[TANKS]\nT 1 5 0 9 10 0 * MAYBE", 2, "overflow flag 'MAYBE' of tank 'T' is not YES or NO"),
+    ("[TANKS]\nT 1 5 0 9 10 0 * YES extra", 2, "the 9th (overflow flag) is the last"),
     ("[JUNCTIONS]\nJ 1\nK 2\n[PIPES]\nP J K 100 8 100 CV\n[STATUS]\nP CLOSED", 7, "check-valve"),
     ("[JUNCTIONS]\nJ 1\nK 2\n[PIPES]\nP J K 100 8 100\n[CONTROLS]\nLINK Q OPEN AT TIME 1", 7,
      "unknown link 'Q'"),
@@ -239,3 +244,22 @@ def test_truncated_file_is_reported_at_the_cut_line(tmp_path: Path) -> None:
     path.write_text("\n".join(lines[:cut]) + "\n 12   12  13  5280\n")
     with pytest.raises(FormatError, match=rf"Net1_cut.inp:{cut + 1}: pipe '12' needs length"):
         read_inp(path)
+
+
+TANK_AND_OPTIONS = inp(
+    JUNCTIONS="J1 0 5", RESERVOIRS="R1 50",
+    TANKS="T1 0 20 0 20 10 0 * YES\nT2 0 5 0 20 10 0 * no\nT3 0 5 0 20 10",
+    PIPES="P1 R1 J1 100 200 100\nP2 J1 T1 100 200 100\nP3 J1 T2 100 200 100\n"
+          "P4 J1 T3 100 200 100",
+    OPTIONS="Units LPS\nDemand Model DDA\nMinimum Pressure 0\nRequired Pressure 40\n"
+            "Pressure Exponent 0.5")
+
+
+def test_overflow_flag_and_demand_driven_options_are_read() -> None:
+    """The 9th [TANKS] field (after '*' for no volume curve) sets can_overflow; DDA and the
+    pressure options (which EPANET ignores under DDA) are accepted."""
+    net = read_inp(TANK_AND_OPTIONS)
+    assert [(t.name, t.can_overflow, t.volume_curve) for t in net.tanks] == [
+        ("T1", True, None), ("T2", False, None), ("T3", False, None)]
+    assert net.options["DEMAND MODEL"] == "DDA" and net.options["REQUIRED PRESSURE"] == "40"
+    assert net.junctions[0].demand == pytest.approx(0.005, rel=1e-12)

@@ -179,3 +179,128 @@ def test_command_line_snapshot_reports_the_closed_link(tmp_path) -> None:
     report = run(str(path))
     assert report.converged and report.json["status"]["P3"] == 0
     assert report.json["heads"]["J1"] == pytest.approx(CASES["full"][2], abs=1e-8)
+
+
+# A full tank with EPANET 2.2's overflow flag keeps its inflow, spilling it at its maximum.
+OVERFLOW = """[TITLE]
+overflow
+[JUNCTIONS]
+ J1 0 5
+[RESERVOIRS]
+ R1 50
+[TANKS]
+ T1 0 {init} 0 20 10 0 * {flag}
+[PIPES]
+ P1 R1 J1 100 200 100
+ P2 J1 T1 100 200 100
+[OPTIONS]
+ Units LPS
+[TIMES]
+ Duration 2:00
+[END]
+"""
+
+
+def _hand_overflow() -> tuple[float, float]:
+    """H(J1) and the flow into T1 at 20 m by hand: EPANET's H-W law in ft and cfs (h = 4.727
+    C^-1.852 d^-4.871 L q^1.852), P1 and P2 alike, bisection on 50 - H and H - 20 for
+    q1 - q2 = 5 L/s."""
+    ft = 0.3048
+    r = 4.727 * 100 ** -1.852 * (0.2 / ft) ** -4.871 * (100 / ft) * ft / ft ** (3 * 1.852)
+    flow = lambda dh: (dh / r) ** (1 / 1.852)  # noqa: E731
+    lo, hi = 20.0, 50.0
+    for _ in range(100):
+        h = 0.5 * (lo + hi)
+        lo, hi = (h, hi) if flow(50 - h) - flow(h - 20) > 0.005 else (lo, h)
+    return h, flow(h - 20)
+
+
+def test_overflow_tank_keeps_its_inflow_at_t0() -> None:
+    """Hand: H(J1) = 34.5214 m, 142.58 L/s into T1. Flag NO (what the old code did for YES):
+    P2 closed, H(J1) = 50 m less P1's loss at 5 L/s (0.02932 m, a tenth of 1000 m's)."""
+    head, into_tank = _hand_overflow()
+    assert head == pytest.approx(34.5214, abs=1e-4) and into_tank == pytest.approx(0.14258,
+                                                                                   abs=1e-5)
+    result = _quiet_solve(read_inp(OVERFLOW.format(init=20, flag="YES")))
+    assert result.closed == () and result.status("P2") == 1
+    assert result.head("J1") == pytest.approx(head, abs=1e-5)
+    assert result.flow("P2") == pytest.approx(into_tank, rel=1e-4)
+    not_overflowing = _quiet_solve(read_inp(OVERFLOW.format(init=20, flag="NO")))
+    assert not_overflowing.closed == ("P2",)
+    assert not_overflowing.head("J1") == pytest.approx(49.9707, abs=1e-4)
+
+
+def test_overflow_tank_fills_then_spills_at_its_maximum_level() -> None:
+    """From 19 m, T1 (area 25 pi = 78.54 m2) takes 145.17 L/s: full after 78.54 / 0.14517 =
+    541 s; from then on its level stays at 20 m and P2 carries the hand inflow (spilled).
+    Without the flag P2 is closed from 541 s."""
+    head, into_tank = _hand_overflow()
+    eps = simulate_eps(read_inp(OVERFLOW.format(init=19, flag="YES")))
+    assert eps.times.tolist() == [0, 541, 3600, 7200] and eps.step_ends[0] == "tank T1 fills"
+    assert eps.tank_levels["T1"].tolist() == [19.0, 20.0, 20.0, 20.0]
+    assert eps.status["P2"].tolist() == [1, 1, 1, 1]
+    np.testing.assert_allclose(eps.flows["P2"][1:], into_tank, rtol=1e-4)
+    np.testing.assert_allclose(eps.heads["J1"][1:], head, atol=1e-5)
+    closing = simulate_eps(read_inp(OVERFLOW.format(init=19, flag="NO")))
+    assert closing.status["P2"].tolist() == [1, 0, 0, 0]
+
+
+# T1 at its minimum level is the only supply of J1 (10 L/s) and J2 (no demand).
+CUT_OFF = """[TITLE]
+empty tank, only supply
+[JUNCTIONS]
+ J1 0 10
+ J2 0 0
+[TANKS]
+ T1 0 0 0 20 10
+[PIPES]
+ P1 T1 J1 100 300 130
+ P2 J1 J2 100 300 130
+[OPTIONS]
+ Units LPS
+[END]
+"""
+
+# A tank of volume curve VC (50 m3 at 5 m) drains at 10 L/s: empty at 5000 s (EPANET's LPS
+# factor makes it 2.7e-5 m short then), so the link out of it is closed from 5400 s.
+DRAINS = """[TITLE]
+tank drains
+[JUNCTIONS]
+ J1 0 10
+[TANKS]
+ T1 0 5 0 20 0 0 VC
+[PIPES]
+ P1 T1 J1 100 300 130 0 Open
+[CURVES]
+ VC 0 0
+ VC 10 100
+ VC 20 400
+[TIMES]
+ Duration 2:00
+ Hydraulic Timestep 0:30
+ Report Timestep 0:30
+[OPTIONS]
+ Units LPS
+[END]
+"""
+
+
+def test_snapshot_warns_that_an_empty_tank_cuts_off_its_junctions() -> None:
+    """P1 is closed (dh = CBIG q): J1's 10 L/s make its head about -1.08e7 m, as EPANET's;
+    EPANET says "System disconnected". J2 has no demand, so it is not named."""
+    with pytest.warns(RuntimeWarning, match=r"system disconnected at t = 0 \(0:00:00\): "
+                                            r"junction\(s\) 'J1' with demand") as record:
+        result = build_water(read_inp(CUT_OFF)).solve()
+    assert result.closed == ("P1",) and result.head("J1") < -1e7
+    assert not any("'J2'" in str(w.message) for w in record)
+
+
+def test_eps_warns_once_when_a_draining_tank_cuts_off_its_junctions() -> None:
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        eps = simulate_eps(read_inp(DRAINS))
+    cut = [str(w.message) for w in record if "system disconnected" in str(w.message)]
+    assert eps.times.tolist() == [0, 1800, 3600, 5000, 5400, 7200]
+    assert eps.status["P1"].tolist() == [1, 1, 1, 1, 0, 0]
+    assert len(cut) == 1 and "at t = 5400 s (1:30:00): junction(s) 'J1'" in cut[0]
+    assert all(w.category is RuntimeWarning for w in record if "disconnected" in str(w.message))

@@ -18,6 +18,7 @@ import numpy as np
 from solvers import RESULTS, SolveError
 
 from .._tables import pandas
+from ._disconnected import disconnected_junctions, warn_disconnected
 from ._eps_graph import EPSGraph, StepValues
 from ._eps_status import MAX_CHECKS, held_closed, pressure_switch
 from ._eps_time import (Clock, EPSState, check_supported, controls, demands, tanklevels,
@@ -96,7 +97,9 @@ def simulate_eps(network: WaterNetwork, duration: int | None = None,
     ``build_water``. Links that EPANET closes during a solve (check valves against reverse
     flow, pumps above their shutoff head, links that would overfill or overdrain a tank) are
     closed the same way, and controls on junction pressure act after each solve, as in
-    EPANET. Raises ValueError for what is not modelled (rules)."""
+    EPANET. A RuntimeWarning names the junctions with demand that such closures cut off from
+    every supply (EPANET's "System disconnected"), when that set changes. Raises ValueError
+    for what is not modelled (rules)."""
     if not isinstance(network, WaterNetwork):
         hint = " (pass model.network)" if hasattr(network, "network") else ""
         raise TypeError(f"simulate_eps needs a WaterNetwork from read_inp(path), got "
@@ -112,9 +115,13 @@ def simulate_eps(network: WaterNetwork, duration: int | None = None,
     clock = Clock(network, duration, step)
     state = EPSState(network, clock)
     graph = EPSGraph(network, method or DEFAULT_METHOD, constants)
-    rows = []
+    rows, cut = [], []
     while True:
         rows.append(_solve_at(graph, state, clock))
+        if rows[-1]["disconnected"] and rows[-1]["disconnected"] != cut:
+            warn_disconnected(rows[-1]["disconnected"],
+                              f"at t = {state.t} s ({_clock_text(state.t)})", stacklevel=2)
+        cut = rows[-1]["disconnected"]
         if state.t >= clock.duration:
             rows[-1]["end"] = "end"
             break
@@ -177,7 +184,8 @@ def _solve_at(graph: EPSGraph, state: EPSState, clock: Clock) -> dict:
                       "EPANET does.", RuntimeWarning, stacklevel=3)
     is_open = state.flowing()
     state.inflow = _tank_inflows(state, np.where(is_open, flows, 0.0)) * graph.ratio
-    return {"time": state.t, "levels": levels.copy(), "junction_heads": heads,
+    return {"time": state.t, "disconnected": disconnected_junctions(state.net, is_open, dem),
+            "levels": levels.copy(), "junction_heads": heads,
             "reservoir_heads": res_heads, "flows": np.where(is_open, flows, 0.0),
             "open": is_open, "iterations": int(solution.iterations),
             "converged": True, "residual_norm": float(solution.residual_norm)}

@@ -4,7 +4,8 @@ A link open by its status and controls is held closed for the moment ("temporari
 * a check-valve pipe would pass reverse flow (``cvstatus``),
 * a head pump would have to lift more than its shutoff head ``speed^2 Hmax`` (``XHEAD``), or a
   constant-power pump carries no forward flow (``pumpstatus``),
-* it would fill a full tank or drain an empty one (``tankstatus``).
+* it would fill a full tank or drain an empty one (``tankstatus``); a tank that can overflow
+  (EPANET 2.2's flag) keeps its inflow when full: it spills at its maximum level.
 EPANET re-opens such links at every status check and closes them again while the condition
 holds; a closed link carries the tiny flow ``dh / CBIG``, so the condition is judged on the
 direction of the head difference. :func:`held_closed` is one such check (JAX-free).
@@ -74,12 +75,14 @@ def _pump_closed(pump, speed: float, dh: float, q: float) -> bool:
 
 
 def _tank_closed(state: EPSState, link, q: float) -> bool:
-    """EPANET ``tankstatus``: flow into a full tank or out of an empty one."""
+    """EPANET ``tankstatus``: flow into a full tank (unless it can overflow) or out of an
+    empty one."""
     for end, into in ((link.start, -q), (link.end, q)):
         i = state.tank_index.get(end)
         if i is None or (state.curves[i] is None and state.area[i] <= 0.0):
             continue  # EPANET: a tank of area 0 is a fixed-head node
-        if (state.is_full(i) and into > 0.0) or (state.is_empty(i) and into < 0.0):
+        fills = into > 0.0 and not state.net.tanks[i].can_overflow
+        if (state.is_full(i) and fills) or (state.is_empty(i) and into < 0.0):
             return True
     return False
 

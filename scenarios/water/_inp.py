@@ -2,7 +2,8 @@
 
 Supported: [JUNCTIONS] [RESERVOIRS] [TANKS] [PIPES] [PUMPS] [DEMANDS] [STATUS] [PATTERNS]
 [CURVES] [CONTROLS] [OPTIONS] [TIMES] (pattern step/start, start clock time), all flow units,
-H-W/D-W/C-M (stored; the model decides), constant-power and head-curve pumps. Read and kept but
+H-W/D-W/C-M (stored; the model decides), constant-power and head-curve pumps, the tank overflow
+flag, demand-driven analysis (DEMAND MODEL PDA is refused). Read and kept but
 not evaluated: [RULES] (EPANET first checks rules after the t = 0 solution). Kept for maps:
 [COORDINATES] and [VERTICES]. Ignored, as they do not change the hydraulics: label, tag,
 report, quality, reaction, source, mixing and energy sections. Not supported: non-empty
@@ -128,9 +129,25 @@ class _InpReader:
                                      "use H-W, D-W or C-M")
             elif key.startswith("PATT"):
                 default_pattern = value[0]
-            elif key.startswith("DEMA") and value[0].upper().startswith("MULT"):
-                dmult = self.num(line, 2, "demand multiplier", 0.0, strict=True)
+            elif key.startswith("DEMA"):
+                dmult = self._demand_option(line, value, dmult)
         return flow_units, headloss, dmult, default_pattern
+
+    def _demand_option(self, line: Line, value: list, dmult: float) -> float:
+        """DEMAND MULTIPLIER (returned) or DEMAND MODEL (DDA only) of [OPTIONS]."""
+        word = value[0].upper()
+        if word.startswith("MULT"):
+            return self.num(line, 2, "demand multiplier", 0.0, strict=True)
+        if word.startswith("MODEL") and len(value) > 1:
+            model = value[1].upper()
+            if model.startswith("PDA"):
+                raise self.error(line, "pressure-driven demand (DEMAND MODEL PDA) is not "
+                                       "modelled; only demand-driven analysis (DDA) is",
+                                 "remove the line (or write DEMAND MODEL DDA) to solve with "
+                                 "the full demands")
+            if not model.startswith("DDA"):
+                raise self.error(line, f"unknown demand model {value[1]!r}", "use DDA")
+        return dmult
 
     def _times(self, lines: list[Line]) -> dict[str, int]:
         """[TIMES] in seconds, with EPANET's defaults and adjustments (``adjustdata``)."""
@@ -249,7 +266,21 @@ class _InpReader:
                                    f"minimum {low:g} and maximum {high:g}", "fix the levels")
         length = units.length
         return Tank(name, elevation * length, init * length, low * length, high * length,
-                    diameter * length, min_volume * units.volume, curve)
+                    diameter * length, min_volume * units.volume, curve,
+                    self._overflow(line, name))
+
+    def _overflow(self, line: Line, name: str) -> bool:
+        """The 9th [TANKS] field, EPANET 2.2's overflow flag: YES or NO (default NO)."""
+        if len(line) <= 8:
+            return False
+        if len(line) > 9:
+            raise self.error(line, f"tank {name!r} has {len(line)} fields; the 9th (overflow "
+                                   "flag) is the last", f"remove {line.tokens[9]!r} and after")
+        word = line.tokens[8].upper()
+        if word not in ("YES", "NO"):
+            raise self.error(line, f"overflow flag {line.tokens[8]!r} of tank {name!r} is not "
+                                   "YES or NO", "write YES (the tank spills when full) or NO")
+        return word == "YES"
 
     # ----- links ----------------------------------------------------------------------
     def _add_link(self, line: Line, kind: str) -> tuple[str, str, str]:

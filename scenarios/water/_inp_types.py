@@ -46,7 +46,9 @@ class Reservoir:
 
 @dataclass(frozen=True)
 class Tank:
-    """Storage tank; at t = 0 a fixed head ``elevation + init_level`` (levels in m above elevation)."""
+    """Storage tank; at t = 0 a fixed head ``elevation + init_level`` (levels in m above elevation).
+    ``can_overflow`` (EPANET 2.2's overflow flag): when full it keeps taking inflow, spilling
+    it, at its maximum level."""
 
     name: str
     elevation: float
@@ -56,6 +58,7 @@ class Tank:
     diameter: float
     min_volume: float = 0.0
     volume_curve: str | None = None
+    can_overflow: bool = False
 
     @property
     def head(self) -> float:

@@ -6,7 +6,9 @@ that would fill a full tank or drain an empty one are closed for the moment and 
 solved again, until the closures hold still. :func:`solve_snapshot` does the same with the
 extended-period run's check (:func:`held_closed` on an :class:`EPSState` at t = 0), so the
 snapshot equals ``simulate_eps``'s first solve. A closed link follows EPANET's closed-link law
-``dh = CBIG q`` (as in the extended-period graph), so closing one never cuts a junction off.
+``dh = CBIG q`` (as in the extended-period graph), so closing one never makes the equations
+singular; junctions with demand that it cuts off from every supply get a RuntimeWarning, as
+EPANET's "System disconnected".
 Controls on junction pressure are not applied here (``simulate_eps`` applies them).
 """
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 from .._network_solve import solve_graph
 from ._build import is_open
+from ._disconnected import disconnected_junctions, warn_disconnected
 from ._elements import WaterGraph
 from ._eps_graph import closed_resistance, switched
 from ._eps_status import MAX_CHECKS, held_closed, tank_closures
@@ -100,4 +103,19 @@ def solve_snapshot(network: WaterNetwork, graph: WaterGraph, method) -> tuple:
                       f"or empty tanks) did not settle in {MAX_CHECKS} checks; the last ones "
                       "are kept, as EPANET does.", RuntimeWarning,
                       stacklevel=3)
+    _check_connected(network, solved.graph, closed)
     return solved, closed
+
+
+def _check_connected(network: WaterNetwork, graph: WaterGraph, closed: tuple) -> None:
+    """Warn (as EPANET) about junctions with demand that the closed links cut off."""
+    if not closed:
+        return
+    factor = float(np.asarray(graph.hydraulics.demand_multiplier))
+    demands = [float(np.asarray(graph.junctions[j.name].demand)) * factor
+               for j in network.junctions]
+    is_open_now = [is_open(link) and link.name not in closed
+                   for link in (*network.pipes, *network.pumps)]
+    names = disconnected_junctions(network, is_open_now, demands)
+    if names:
+        warn_disconnected(names, "at t = 0 (0:00:00)", stacklevel=4)

@@ -13,6 +13,7 @@ import numpy as np
 import simgraph as sg
 import solvers
 from scenarios.circuits import simulate_circuit
+from test_transient import Node
 
 STEP = """* PWL step into RC
 V1 in 0 PWL(0 0 1m 0 1m 1 3m 1)
@@ -34,13 +35,6 @@ def test_source_driven_node_is_exact_past_the_first_step_after_a_jump():
                                -(1.0 - run.voltage("out")[after]) / 1e3, rtol=1e-6)
     exact_out = np.where(times > 1e-3, 1.0 - np.exp(-(times - 1e-3) / 1e-3), 0.0)
     assert np.max(np.abs(run.voltage("out") - exact_out)) < 1e-5  # default reltol 1e-3
-
-
-class Node(sg.ReffableTreeNode):
-    v: jax.Array = sg.unknown(default=0.0)
-
-    def residual(self):
-        return jnp.zeros((), jnp.result_type(self.v))
 
 
 class Step(sg.ReffableTreeNode):

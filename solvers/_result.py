@@ -97,7 +97,9 @@ _MESSAGES = {
         "Homotopy continuation lost its path (it turned back past the start, or its step "
         "shrank to nothing) before reaching t = 1. Try another start, a larger `steps` "
         "(smaller first path step) or `max_steps`, or give the problem its own continuation "
-        "(FlatProblem.continuation, e.g. source stepping)."
+        "(FlatProblem.continuation, e.g. source stepping). If the problem has its own "
+        "continuation, check that continuation(params, 1) is the problem itself: the path's "
+        "end is not a root of F otherwise."
     ),
     RESULTS.nonfinite_jacobian: (
         "F is finite but its Jacobian holds NaN or inf (e.g. sqrt(|x|) or |x|^0.5 at x = 0, "

@@ -323,6 +323,46 @@ def test_bad_method_settings_fail_when_made(make):
         make()
 
 
+@pytest.mark.parametrize("make, message", [
+    (lambda: solvers.Newton(linear_solver=solvers.DenseLU), r"pass an instance: "
+     r"linear_solver=solvers\.DenseLU\(\)"),
+    (lambda: solvers.Default(linear_solver=None), "must be a linear solver object"),
+    (lambda: solvers.TrustRegion(linear_solver=solvers.Newton()), "got Newton"),
+    (lambda: solvers.LevenbergMarquardt(linear_solver="dense"), "got str"),
+    (lambda: solvers.JaxoptBroyden(linear_solver=1), "got int"),
+    (lambda: solvers.Homotopy(inner=solvers.TrustRegion()), r"inner=\.\.\.\) must be a "
+     r"solvers\.Newton"),
+    (lambda: solvers.JaxoptBroyden(options={1: 2}), "by name"),
+], ids=range(7))
+def test_bad_parts_of_a_method_fail_when_made(make, message):
+    # These ended in AttributeError/TypeError from inside the solve.
+    with pytest.raises(TypeError, match=message):
+        make()
+
+
+def test_a_list_of_methods_and_a_dict_of_jaxopt_options_are_taken():
+    # Both were unhashable: "unhashable type" from inside jit.
+    fn = lambda x, p: x ** 2 - p  # noqa: E731
+    for method in (solvers.Default(methods=[solvers.Newton()]),
+                   solvers.JaxoptBroyden(options={"maxiter": 40})):
+        sol = solvers.solve_flat(fn, jnp.array([1.0]), 4.0, solver=method)
+        assert bool(sol.converged) and float(sol.x[0]) == pytest.approx(2.0)
+    assert solvers.JaxoptBroyden(options={"maxiter": 40}) == solvers.JaxoptBroyden(
+        options=(("maxiter", 40),))
+
+
+def test_homotopy_refuses_the_end_of_a_path_that_is_not_the_problem():
+    """A continuation hook whose t = 1 is not the problem itself ended at x = sqrt(2) for
+    x^2 = 4, reported successful next to its own max|F| of 2."""
+    fn = lambda x, p: x ** 2 - p  # noqa: E731
+    broken = solvers.solve(fn, jnp.ones(1), jnp.asarray(4.0), solver=solvers.Homotopy(),
+                           continuation=lambda p, t: 0.5 * p)
+    assert RESULTS(int(broken.result)) is RESULTS.continuation_failed
+    right = solvers.solve(fn, jnp.ones(1), jnp.asarray(4.0), solver=solvers.Homotopy(),
+                          continuation=lambda p, t: t * p + (1 - t))
+    assert bool(right.converged) and float(right.x[0]) == pytest.approx(2.0)
+
+
 def test_empty_system_and_batch_are_clear_errors():
     with pytest.raises(ValueError, match="no unknowns"):
         solvers.solve_flat(lambda x, p: x, jnp.zeros(0))

@@ -156,6 +156,15 @@ def test_jaxopt_failures_map_to_honest_codes(method, expected):
     assert not bool(sol.converged)
 
 
+def test_jaxopt_iterate_gone_nan_is_not_a_nonfinite_residual():
+    # From x0 = 1 on x^2 + 1 = 0 Broyden's iterate goes NaN while F is finite everywhere: it
+    # said nonfinite_residual ("F returned NaN or inf"), which is false.
+    sol = solvers.solve_flat(lambda x, p: x ** 2 + p, jnp.array([1.0]), 1.0,
+                             solver=solvers.JaxoptBroyden())
+    assert RESULTS(int(sol.result)) is RESULTS.local_minimum
+    assert np.isfinite(float(sol.residual_norm)) and float(sol.x[0]) == 1.0  # back at x0
+
+
 def test_jaxopt_nan_member_is_reported():
     sol = solvers.solve_flat_batch(lambda x, p: x ** 2 - p, jnp.ones(1),
                                    jnp.array([[4.0], [jnp.nan]]), solver=solvers.JaxoptBroyden())

@@ -67,6 +67,10 @@ class Homotopy(AbstractIterativeMethod):
                               ("max_polishes", 0)):
             check_count(self, name, minimum)
         check_tolerances(self, "min_cosine")
+        if not isinstance(self.inner, Newton):
+            raise TypeError(f"Homotopy(inner=...) must be a solvers.Newton (the corrector), "
+                            f"got {type(self.inner).__name__}; to fall back through other "
+                            "methods use solvers.Default(methods=(..., Homotopy())).")
 
     def start(self, problem: FlatProblem, x0, params: Any, active):
         """Any finite start begins a path (F(x0) is the Newton homotopy's, not a check)."""
@@ -83,6 +87,19 @@ class Homotopy(AbstractIterativeMethod):
     def finish(self, problem: FlatProblem, params: Any, state: _State, result):
         x = state.z[:-1]
         return x, max_abs(problem.fn(x, params)), None
+
+    def run(self, problem: FlatProblem, x0, params: Any, active):
+        """The path's end, which is a root only where the problem's own ``continuation`` at
+        t = 1 gives F itself: where it does not (a broken hook), ``continuation_failed``."""
+        sol = super().run(problem, x0, params, active)
+        if problem.continuation is None:
+            return sol
+        at_one = problem.fn(sol.x, problem.continuation(params, jnp.ones((), sol.x.dtype)))
+        other = max_abs(problem.fn(sol.x, params) - at_one) > self.inner.atol
+        result = jnp.where(sol.converged & other, code(RESULTS.continuation_failed),
+                           sol.result)
+        return dataclasses.replace(sol, result=result,
+                                   converged=result == int(RESULTS.successful))
 
     def _correct(self, problem, hfun, at, aux, z_pred, direction) -> Corrected:
         """Newton on [H(w); direction . (w - z_pred)] = 0 from z_pred."""

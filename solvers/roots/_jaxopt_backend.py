@@ -17,8 +17,8 @@ import jax.numpy as jnp
 
 from ..linear._dense import DenseLU
 from ..linear._abstract import AbstractLinearSolver
-from ._method import (AbstractRootMethod, FlatProblem, check_count, check_tolerances, code,
-                      initial_checks, max_abs)
+from ._method import (AbstractRootMethod, FlatProblem, check_count, check_linear_solver,
+                      check_tolerances, code, initial_checks, max_abs)
 from .._result import RESULTS
 from ._shape import check_square
 from ._solution import FlatSolution, make_solution
@@ -35,6 +35,12 @@ class _AbstractJaxopt(AbstractRootMethod):
     def __post_init__(self) -> None:
         check_count(self, "max_steps", 1)
         check_tolerances(self, "rtol", "atol")
+        check_linear_solver(self)
+        options = dict(self.options)  # a dict is unhashable: methods are static under jit
+        if not all(isinstance(k, str) for k in options):
+            raise TypeError(f"{type(self).__name__}(options=...) takes jaxopt keyword "
+                            f"arguments by name, got keys {list(options)!r}.")
+        object.__setattr__(self, "options", tuple(sorted(options.items())))
 
     def _make(self, fn):
         raise NotImplementedError
@@ -59,14 +65,18 @@ class _AbstractJaxopt(AbstractRootMethod):
         solver = self._make(problem.fn)
         x, state = solver.run(x0, params)
         f = problem.fn(x, params)
-        finite = jnp.all(jnp.isfinite(x)) & jnp.all(jnp.isfinite(f))
+        x_finite = jnp.all(jnp.isfinite(x))
+        finite = x_finite & jnp.all(jnp.isfinite(f))
         root = finite & (max_abs(f) <= self.atol)
         stopped_early = state.iter_num < dict(self.options).get("maxiter", self.max_steps)
+        # an iterate that went NaN/inf (x^2 + 1 = 0 has no real root) is jaxopt's divergence,
+        # not a non-finite F: it ends where F has no root to step to
         result = jnp.where(
             root, code(RESULTS.successful),
-            jnp.where(~finite, code(RESULTS.nonfinite_residual),
-                      jnp.where(stopped_early, self._why(state),
-                                code(RESULTS.max_steps_reached))))
+            jnp.where(~x_finite, code(RESULTS.local_minimum),
+                      jnp.where(~finite, code(RESULTS.nonfinite_residual),
+                                jnp.where(stopped_early, self._why(state),
+                                          code(RESULTS.max_steps_reached)))))
         failed_at_start = done0 & (result0 != int(RESULTS.successful))
         result = jnp.where(failed_at_start, result0, result)
         x = jnp.where(finite & ~failed_at_start, x, x0)

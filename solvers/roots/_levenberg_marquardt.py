@@ -13,8 +13,8 @@ from ..linear._dense import DenseLU
 from ._iterate import AbstractIterativeMethod, Progress, last_point
 from ._line_search import half_sq_norm
 from ..linear._abstract import AbstractLinearSolver
-from ._method import (FlatProblem, check_count, check_tolerances, code, max_abs,
-                      relative_step, step_is_small)
+from ._method import (FlatProblem, check_count, check_linear_solver, check_tolerances, code,
+                      max_abs, relative_step, step_is_small)
 from .._result import RESULTS
 
 
@@ -90,6 +90,7 @@ class LevenbergMarquardt(AbstractIterativeMethod):
         for name, minimum in (("max_steps", 1), ("max_rejections", 0)):
             check_count(self, name, minimum)
         check_tolerances(self, "rtol", "atol", "gtol", "tau")
+        check_linear_solver(self)
 
     def init(self, problem: FlatProblem, x0, f0, params: Any, options: Any) -> _State:
         return _State(x0, f0, half_sq_norm(f0), jnp.full((), -1.0, x0.dtype),

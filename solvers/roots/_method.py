@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._result import RESULTS
+from ..linear._abstract import AbstractLinearSolver
 from ._solution import FlatSolution
 
 StepLimit = Callable[[jax.Array, jax.Array, Any], jax.Array]
@@ -63,6 +64,19 @@ def check_count(method: Any, name: str, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{type(method).__name__}({name}=...) must be an integer >= {minimum}, "
                          f"got {value!r}.")
+
+
+def check_linear_solver(method: Any, name: str = "linear_solver") -> None:
+    """Raise a clear TypeError unless ``method.<name>`` is a linear solver object."""
+    value = getattr(method, name)
+    if isinstance(value, AbstractLinearSolver):
+        return
+    if isinstance(value, type) and issubclass(value, AbstractLinearSolver):
+        hint = f"pass an instance: {name}=solvers.{value.__name__}()"
+    else:
+        hint = f"got {type(value).__name__}; pass e.g. {name}=solvers.DenseLU()"
+    raise TypeError(f"{type(method).__name__}({name}=...) must be a linear solver object "
+                    f"(solvers.DenseLU(), SparseLU(), GMRES(), ...): {hint}.")
 
 
 def check_tolerances(method: Any, *names: str) -> None:

@@ -14,8 +14,9 @@ from ..linear._dense import DenseLU
 from ._iterate import AbstractIterativeMethod, Progress
 from ._line_search import LineSearchResult, backtrack, half_sq_norm
 from ..linear._abstract import AbstractLinearSolver, failure_code
-from ._method import (FlatProblem, apply_step_limit, check_count, check_tolerances, code,
-                      jacobian_finite, max_abs, relative_step, step_is_small)
+from ._method import (FlatProblem, apply_step_limit, check_count, check_linear_solver,
+                      check_tolerances, code, jacobian_finite, max_abs, relative_step,
+                      step_is_small)
 from .._result import RESULTS
 
 
@@ -63,6 +64,7 @@ class Newton(AbstractIterativeMethod):
         for name, minimum in (("max_steps", 1), ("max_backtracks", 0), ("watchdog", 0)):
             check_count(self, name, minimum)
         check_tolerances(self, "rtol", "atol", "rcond_tol")
+        check_linear_solver(self)
 
     def init(self, problem: FlatProblem, x0, f0, params: Any, options: Any) -> _State:
         phi0 = half_sq_norm(f0)

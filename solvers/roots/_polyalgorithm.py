@@ -17,7 +17,7 @@ from ..linear._abstract import AbstractLinearSolver
 from ._attempts import merge, needs_retry, no_attempt
 from ._host_fallback import (closes_over_no_tracer, sends_fallbacks_to_host,
                              with_host_fallbacks)
-from ._method import AbstractRootMethod, FlatProblem, check_tolerances
+from ._method import AbstractRootMethod, FlatProblem, check_linear_solver, check_tolerances
 from ._newton import Newton
 from ._shape import check_shape
 from ._solution import FlatSolution
@@ -143,6 +143,9 @@ class Default(AbstractRootMethod):
 
     def __post_init__(self) -> None:
         check_tolerances(self, "rtol", "atol")
+        check_linear_solver(self)
+        if isinstance(self.methods, list):  # a list is unhashable: methods are static
+            object.__setattr__(self, "methods", tuple(self.methods))
         if self.methods is not None and (
                 not self.methods or not all(isinstance(m, AbstractRootMethod)
                                             for m in self.methods)):

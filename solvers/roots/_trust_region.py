@@ -13,8 +13,8 @@ from ..linear._dense import DenseLU
 from ._iterate import AbstractIterativeMethod, Progress, last_point
 from ._line_search import half_sq_norm
 from ..linear._abstract import AbstractLinearSolver
-from ._method import (FlatProblem, check_count, check_tolerances, code, jacobian_finite,
-                      max_abs, relative_step, step_is_small)
+from ._method import (FlatProblem, check_count, check_linear_solver, check_tolerances, code,
+                      jacobian_finite, max_abs, relative_step, step_is_small)
 from .._result import RESULTS
 from ._solution import FlatSolution
 
@@ -80,6 +80,7 @@ class TrustRegion(AbstractIterativeMethod):
         for name, minimum in (("max_steps", 1), ("max_shrinks", 0)):
             check_count(self, name, minimum)
         check_tolerances(self, "rtol", "atol", "factor")
+        check_linear_solver(self)
         if self.scaling not in SCALINGS:
             raise ValueError(f"TrustRegion scaling must be 'more', 'current' or 'none', "
                              f"got {self.scaling!r}.")

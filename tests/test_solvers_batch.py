@@ -70,6 +70,9 @@ def test_prefix_params_axes_mix_batched_and_shared_leaves():
         solvers.solve_flat_batch(cubic, jnp.zeros((2, 1)), p, params_axes={"a": None, "b": 0})
     with pytest.raises(ValueError, match="nothing is batched"):
         solvers.solve_flat_batch(cubic, jnp.zeros(1), p, params_axes=None)
+    with pytest.raises(ValueError, match=r"x0 of solve_batch has shape \(3, 1, 1\): give "
+                       r"\(n,\) .* or \(B, n\)"):  # said F must be (n,) -> (m,)
+        solvers.solve_flat_batch(cubic, jnp.zeros((3, 1, 1)), p, params_axes={"a": None, "b": 0})
 
 
 def test_batch_inside_jit_is_a_plain_vmap():

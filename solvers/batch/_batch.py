@@ -199,6 +199,9 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
     check_chunk_size(chunk_size)
     x0, method = check_arguments(x0, solver, sparsity)
     problem = FlatProblem(fn, step_limit, continuation)
+    if x0.ndim not in (1, 2):
+        raise ValueError(f"x0 of solve_batch has shape {x0.shape}: give (n,) (one start for "
+                         "every member) or (B, n) (one per member), n the number of unknowns.")
     x0_axis = 0 if x0.ndim == 2 else None
     axes = _axes_leaves(params, params_axes)
     size = _batch_size(x0, x0_axis, params, axes)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from . import _tables, _walk
 from ._errors import at
@@ -28,10 +29,11 @@ def structure_difference(a: Any, b: Any) -> str | None:
 
 
 def leaf_shape_difference(graphs: list) -> str | None:
-    """Describe the first leaf whose shape or dtype differs across same-structure graphs."""
+    """Describe the first leaf whose shape or dtype differs across same-structure graphs (a
+    Python number counts as the dtype JAX gives it: 1.0 stacks with a float array)."""
     flat = [jax.tree_util.tree_flatten_with_path(g)[0] for g in graphs]
     for items in zip(*flat):
-        shapes = [(getattr(x, "shape", ()), str(getattr(x, "dtype", type(x).__name__))) for _, x in items]
+        shapes = [(jnp.shape(x), str(jnp.result_type(x))) for _, x in items]
         if any(s != shapes[0] for s in shapes):
             where = at(jax.tree_util.keystr(items[0][0]))
             return f"{where}: leaf shapes/dtypes differ: {shapes}"

@@ -60,6 +60,9 @@ def test_stack_unstack_roundtrip_keeps_sharing():
     back = sg.unstack(batched)
     assert len(back) == 4 and back[3].equations[0].gradient is back[3].providers[0]
     np.testing.assert_allclose(back[3].providers[0].value, 3.0)
+    # a Python float stacks with a float array (it was refused: 'float' vs 'float64')
+    graphs[0].providers[0].value = 5.0
+    np.testing.assert_allclose(sg.stack(graphs).providers[0].value, [5.0, 1.0, 2.0, 3.0])
 
 
 def test_unstack_stack_update_refuse_what_they_cannot_split_by_key_path():

@@ -119,7 +119,18 @@ def _resistance(name: str, value: float) -> float:
 
 
 def _check_temperature(netlist: Netlist) -> None:
+    """Each diode's model is at TNOM (its own TNOM, else ``.options tnom``), as no parameter
+    is scaled with temperature; without diodes, ``.options tnom`` is."""
     tnom = netlist.options.get("tnom", TNOM_DEFAULT)
+    used = dict.fromkeys(e.model for e in netlist.elements if isinstance(e, DiodeCard))
+    for name in used:
+        own = dict(netlist.models[name].params).get("TNOM")
+        if own is not None and not np.isclose(netlist.temperature, own, rtol=0.0, atol=1e-12):
+            raise _error(f".temp {netlist.temperature:g} differs from TNOM={own:g} of .model "
+                         f"{name}: temperature scaling of diode parameters is not supported",
+                         f"remove TNOM from the model or set .temp {own:g}")
+    if used and all("TNOM" in dict(netlist.models[name].params) for name in used):
+        return
     if not np.isclose(netlist.temperature, tnom, rtol=0.0, atol=1e-12):
         raise _error(f".temp {netlist.temperature:g} differs from TNOM {tnom:g}: temperature "
                      "scaling of diode parameters is not supported",

@@ -7,6 +7,7 @@ import math
 from ._netlist import CurrentSource, Diode, Resistor, VoltageSource
 from ._spice_numbers import parse_spice_number
 from ._spice_tokens import _skip_numbers, _Tok, _usage
+from ._spice_transient import time_zero_value
 
 __all__ = ["ElementCards"]
 
@@ -100,11 +101,17 @@ class ElementCards:
             elif word in ("AC", "DISTOF1", "DISTOF2"):
                 i = _skip_numbers(rest, i + 1, 2)
             elif word in _TRANSIENT:
-                wave, i = self._waveform(name, rest, i)
+                wave_tok, (wave, i) = rest[i], self._waveform(name, rest, i)
             elif dc is None and parse_spice_number(rest[i].text) is not None:
                 dc, i = self._number(rest[i], f"{name} value"), i + 1
             else:
                 raise self.error(rest[i], f"{name}: unexpected {rest[i].text!r}",
                                  f"write '{_usage(name)}'")
+        if dc is None and wave is not None:  # as ngspice: "transient time 0 value used"
+            dc = time_zero_value(wave)
+            if not math.isfinite(dc):
+                raise self.error(wave_tok, f"{name}: {wave.kind} has no value at t = 0 (a "
+                                 "negative delay with default timings), which .op and .dc use",
+                                 "give a DC value, the timings, or a delay >= 0")
         cls = VoltageSource if name[0].upper() == "V" else CurrentSource
         return cls(name, pos, neg, 0.0 if dc is None else dc, wave)

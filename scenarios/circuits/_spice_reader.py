@@ -29,13 +29,24 @@ _IGNORED_DOT = {".save", ".print", ".plot", ".probe", ".width", ".ac", ".noise",
                 ".global", ".csparam", ".echo"}
 _UNSUPPORTED_DOT = {".param", ".func", ".include", ".inc", ".lib", ".subckt", ".ends",
                     ".if", ".elseif", ".else", ".endif", ".step", ".alter", ".endl"}
-# Diode parameters with no effect on the DC solution at TEMP = TNOM (kept in DiodeModel.params).
+# Diode parameters with no effect on the DC solution at TEMP = TNOM (kept in DiodeModel.params;
+# a model's own TNOM must equal the circuit temperature, see _Reader._check_tnom).
 _DIODE_NON_DC = {"TT", "CJO", "CJ0", "CJ", "VJ", "PB", "M", "MJ", "FC", "KF", "AF", "CJP",
                  "CJSW", "PHP", "MJSW", "FCS", "EG", "XTI", "TNOM", "TRS", "TRS1", "TRS2",
                  "TBV", "TBV1", "TBV2", "CTA", "CTP", "TCV", "TPB", "TPHP", "TM1", "TM2",
                  "TTT1", "TTT2", "GAP1", "GAP2", "LEVEL"}
 _DIODE_UNSUPPORTED = {"IKF", "IK", "IKR", "ISR", "NR", "JSW", "ISW", "NBV", "IBVL", "NBVL",
                       "BVL", "AREA", "PJ", "DTEMP", "TEMP"}
+
+
+def _saturation_current(tokens: list[_Tok], values: dict[str, float]) -> float:
+    """IS, or its other name JS: as ngspice, the one written last (both leave ``values``)."""
+    given = [t.text.upper() for t, nxt in zip(tokens, tokens[1:])
+             if nxt.text == "=" and t.text.upper() in ("IS", "JS")]
+    value = values[given[-1]] if given else 1e-14
+    values.pop("IS", None)
+    values.pop("JS", None)
+    return value
 
 
 def read_netlist(path_or_text: str | os.PathLike) -> Netlist:
@@ -233,7 +244,7 @@ class _Reader(ElementCards, TransientCards):
                              "only IS, N, RS (and BV, IBV) affect the DC model here")
         if values.get("LEVEL", 1.0) != 1.0:
             raise self.error(raw["level"], "only diode LEVEL=1 is supported")
-        core = {"IS": values.pop("IS", values.pop("JS", 1e-14)), "N": values.pop("N", 1.0),
+        core = {"IS": _saturation_current(tokens, values), "N": values.pop("N", 1.0),
                 "RS": values.pop("RS", 0.0), "BV": values.pop("BV", None),
                 "IBV": values.pop("IBV", 1e-3)}
         model = DiodeModel(name.text, params=tuple(values.items()), **core)
@@ -306,6 +317,7 @@ class _Reader(ElementCards, TransientCards):
         models = {m.name: m for m, _ in self.models.values()}
         self._check_initial(elements)
         self._check_method(analyses)
+        self._check_tnom(elements, temperature)
         return Netlist(self.title, tuple(elements), models, tuple(analyses), self.options,
                        temperature, self.initial)
 
@@ -316,6 +328,18 @@ class _Reader(ElementCards, TransientCards):
                 and str(self.options["method"]).lower() not in SPICE_METHODS):
             raise self.error(tok, f".options method={tok.text}: not an integration method",
                              f"use one of {', '.join(sorted(SPICE_METHODS))}")
+
+    def _check_tnom(self, elements: list, temperature: float) -> None:
+        """A used model's own TNOM equals the circuit temperature (no temperature scaling)."""
+        used = {e.model.lower() for e in elements if isinstance(e, Diode)}
+        for key in sorted(used, key=lambda k: self.models[k][1]):  # in file order
+            model, line = self.models[key]
+            tnom = dict(model.params).get("TNOM")
+            if tnom is not None and abs(tnom - temperature) > 1e-12:
+                raise self.error(line, f".model {model.name}: TNOM={tnom:g} differs from the "
+                                 f"circuit temperature {temperature:g} (.temp, default 27): "
+                                 "temperature scaling of diode parameters is not supported",
+                                 f"remove TNOM from the model or set '.temp {tnom:g}'")
 
     def _check_initial(self, elements: list) -> None:
         """Each ``.ic`` node is a node some element connects (ground is always 0 V)."""

@@ -2,10 +2,69 @@
 and ``.ic`` (a mixin of the reader's class; errors name file:line like the rest)."""
 from __future__ import annotations
 
+import numpy as np
+
 from ._netlist import Capacitor, Inductor, Transient, Waveform, check_wave_params
 from ._spice_tokens import _skip_function, _Tok
 
-__all__ = ["TransientCards"]
+__all__ = ["TransientCards", "time_zero_value"]
+
+
+def time_zero_value(wave: Waveform) -> float:
+    """The value at t = 0 that ngspice-39 gives a source with a waveform and no DC value in
+    ``.op`` and ``.dc`` (vsrcload.c in DC mode, where TSTEP = TSTOP = 0 fill the defaults);
+    NaN where that is undefined (a negative delay with default timings, as ngspice fails)."""
+    p = [np.float64(v) for v in wave.params]
+    get = lambda i, default: p[i] if len(p) > i and p[i] != 0.0 else default  # noqa: E731
+    zero = np.float64(0.0)
+    with np.errstate(all="ignore"):
+        if wave.kind == "PULSE":
+            return float(_pulse_at_zero(p[0], get(1, zero), get(2, zero), get(3, zero),
+                                        get(4, zero), get(5, zero), get(6, zero), get(7, zero)))
+        if wave.kind == "SIN":
+            x, phase = -get(3, zero), get(5, zero) * np.pi / 180.0
+            if x <= 0:
+                return float(p[0] + get(1, zero) * np.sin(phase))
+            freq = get(2, 1.0 / zero)
+            return float(p[0] + get(1, zero) * np.sin(freq * x * 2.0 * np.pi + phase)
+                         * np.exp(-x * get(4, zero)))
+        if wave.kind == "EXP":
+            v1, v2, td1 = p[0], get(1, zero), get(2, zero)
+            td2 = get(4, td1)
+            if td1 >= 0:
+                return float(v1)
+            rise = (v2 - v1) * (1 - np.exp(td1 / get(3, zero)))
+            fall = 0.0 if td2 >= 0 else (v1 - v2) * (1 - np.exp(td2 / get(5, zero)))
+            return float(v1 + rise + fall)
+        return _pwl_at_zero(wave.params)
+
+
+def _pulse_at_zero(v1, v2, td, tr, tf, pw, per, pulses):
+    """ngspice's PULSE at t = 0 (``pulses``: the 8th parameter, a number of pulses)."""
+    x = -td
+    if pulses > 0 and x > pulses * per:
+        return v1
+    if x > per:
+        x -= per * np.floor(x / per)
+    if x <= 0 or x >= tr + pw + tf:
+        return v1
+    if tr <= x <= tr + pw:
+        return v2
+    if x < tr:
+        return v1 + (v2 - v1) * x / tr
+    return v2 + (v1 - v2) * (x - (tr + pw)) / tf
+
+
+def _pwl_at_zero(params: tuple) -> float:
+    """PWL at t = 0: the first value up to the first time, the last after the last time."""
+    times, values = params[0::2], params[1::2]
+    if times[0] >= 0.0:
+        return values[0]
+    if times[-1] < 0.0:
+        return values[-1]
+    k = next(k for k, t in enumerate(times) if t >= 0.0)
+    return values[k - 1] + (0.0 - times[k - 1]) / (times[k] - times[k - 1]) \
+        * (values[k] - values[k - 1])
 
 
 class TransientCards:
@@ -56,8 +115,10 @@ class TransientCards:
             raise self.error(card[0], f".tran {tstep:g} {tstop:g}: need tstep > 0 and "
                                       "0 <= tstart < tstop", "fix the times")
         tmax = values[3] if len(values) > 3 else None
-        self.analyses.append(Transient(tstep, tstop, tstart, tmax,
-                                       any(t.text.lower() == "uic" for t in card[1:])))
+        tran = Transient(tstep, tstop, tstart, tmax, any(t.text.lower() == "uic" for t in card[1:]))
+        if tran.grid_problem() is not None:
+            raise self.error(words[0], f".tran: {tran.grid_problem()}")
+        self.analyses.append(tran)
 
     def _ic(self, card: list[_Tok]) -> None:
         """``.ic v(node)=value ...``."""

@@ -29,11 +29,15 @@ from .lowering import _storage
 from .lowering._system import System
 from .roots._method import FlatProblem
 from .roots._newton import Newton
+from .roots._solution import _as_index
 from .transient import _transient
 from .transient._integrator import TRANSIENT_RESULTS, Integrator
 from ._concrete import is_concrete
 
 INITIAL = ("dc", "given")
+#: How a batched `TransientSolution` finds a member worth reading (for `_as_index`).
+_PICK = ("sol.raise_if_failed() names the first failure, np.flatnonzero(~np.asarray("
+         "sol.converged)) lists them all)")
 
 
 class TransientProblem:
@@ -103,10 +107,12 @@ class TransientSolution:
         return self.x[..., self.lowered.locate(where)]
 
     def message(self, index=None) -> str:
-        code = np.asarray(self.result)
-        code = int(code if index is None else code[index])
-        member = TRANSIENT_RESULTS(code)
-        return f"{member.name}: {member.message}"
+        """How one member's run ended (``index`` into the batch; None if unbatched)."""
+        codes = np.asarray(self.result)
+        member = TRANSIENT_RESULTS(int(codes[_as_index(index, codes.shape, "TransientSolution",
+                                                       _PICK)]))
+        where = "" if index is None else f"member {index}: "
+        return f"{where}{member.name}: {member.message}"
 
     def raise_if_failed(self) -> "TransientSolution":
         failed = np.flatnonzero(np.asarray(self.result).reshape(-1))

@@ -44,6 +44,9 @@ CASES = {
                     "big.m:5: number 1e400 is out of range"),
     "[PIPES": ("water", lambda p: _edited(p, "water/Net1.inp", "open.inp", "[PIPES]", "[PIPES"),
                "open.inp:26: section header '[PIPES' has no closing ']'"),
+    ".tran 1p 1": ("circuit", lambda p: _write(p, "fine.cir", "* rc\nV1 in 0 DC 1\nR1 in out 1k\n"
+                                                  "C1 out 0 1u\n.tran 1p 1\n.end\n"),
+                   "fine.cir:5: .tran: output every tstep 1e-12 s from 0 s to 1 s is 1e+12 intervals"),
     "no type 3 bus": ("powerflow", lambda p: _write(p, "noref.m", _no_reference_bus(
         (DATA / "powerflow/case9.m").read_text())), "noref.m:5: mpc.bus has no reference bus (type 3)"),
 }

@@ -72,3 +72,38 @@ def test_simulate_batch_refuses_a_sweep_of_the_clock():
     with pytest.raises(ValueError, match="Clock's t is set by the integrator"):
         solvers.simulate_batch(Driven(solvers.Clock()), {".clock.t": jnp.asarray([0.0, 1.0])},
                                jnp.asarray([0.0, 1.0]))
+
+
+def test_integrator_refuses_a_smallest_step_above_the_largest():
+    with pytest.raises(ValueError, match=r"Integrator\(hmin=0.001, hmax=1e-06\).*hmin <= hmax"):
+        solvers.Integrator(hmin=1e-3, hmax=1e-6)
+    assert solvers.Integrator(hmin=1e-6, hmax=1e-6).hmin == 1e-6
+
+
+class Relax(sg.ReffableTreeNode):
+    """dv/dt = -k v, from v = 1."""
+
+    k: jax.Array = 1.0
+    v: jax.Array = sg.unknown(default=1.0)
+
+    def residual(self):
+        return self.k * self.v
+
+    def charge(self):
+        return ((self, self.v),)
+
+
+def test_batch_message_names_the_member_to_pick_as_a_solve_does():
+    """``message()`` of a batch raised numpy's "only 0-dimensional arrays can be converted",
+    ``message(5)`` of two members a bare IndexError."""
+    batch = solvers.simulate_batch(Relax(), {"Relax.k": jnp.asarray([1.0, 2.0])},
+                                   jnp.asarray([0.0, 0.5]), initial="given")
+    with pytest.raises(TypeError, match=r"TransientSolution holds a batch of 2 members: pass a "
+                                        r"member's index \(message\(0\)"):
+        batch.message()
+    with pytest.raises(IndexError, match=r"member 5 is out of range: this TransientSolution "
+                                         r"holds 2 member\(s\)"):
+        batch.message(5)
+    assert batch.message(-1) == "member -1: successful: Reached the end time."
+    single = solvers.simulate(Relax(), jnp.asarray([0.0, 0.5]), initial="given")
+    assert single.message() == "successful: Reached the end time."

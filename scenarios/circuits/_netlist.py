@@ -15,6 +15,7 @@ import numpy as np
 
 from ._spice_numbers import format_spice_number as _num
 from ._spice_numbers import parse_spice_number
+from ._wave_params import WAVEFORMS, check_wave_params  # noqa: F401 (the reader's import)
 
 #: ``.options method=`` words and the integration method each names.
 SPICE_METHODS = {"trap": "trapezoidal", "trapezoidal": "trapezoidal", "gear": "gear"}
@@ -22,10 +23,13 @@ SPICE_METHODS = {"trap": "trapezoidal", "trapezoidal": "trapezoidal", "gear": "g
 __all__ = [
     "GROUND", "Resistor", "Capacitor", "Inductor", "Diode", "VoltageSource", "CurrentSource",
     "DiodeModel", "Waveform", "OperatingPoint", "DCSweep", "Transient", "Netlist",
-    "DCSWEEP_STOP_SLACK",
+    "DCSWEEP_STOP_SLACK", "MAX_TRAN_POINTS",
 ]
 
 GROUND = "0"
+#: The most output points a ``.tran`` may ask for (a float64 per point and unknown; as the
+#: CLI's ``--sweep`` limit): ``.tran 1p 1`` would be 1e12 points, terabytes.
+MAX_TRAN_POINTS = 10_000_000
 #: ngspice's .dc loop runs while ``sign(step) * (value - stop) <= DCSWEEP_STOP_SLACK``.
 DCSWEEP_STOP_SLACK = np.finfo(float).eps * 1e3
 _TOKEN_OK = re.compile(r"[^\s()=,;$]+")
@@ -60,15 +64,11 @@ class Inductor(_TwoTerminal):
     """``Lname n1 n2 value``: ``V(n1) - V(n2) = value di/dt``, i from n1 through L to n2 (H)."""
 
 
-#: Waveform functions and how many parameters each takes at most (ngspice-39).
-WAVEFORMS = {"PULSE": 8, "SIN": 6, "EXP": 6, "PWL": None}
-
-
 @dataclass(frozen=True)
 class Waveform:
     """A source's time function ``KIND(p1 p2 ...)`` as written (SI units, defaults unfilled):
-    PULSE(V1 V2 TD TR TF PW PER), SIN(VO VA FREQ TD THETA), EXP(V1 V2 TD1 TAU1 TD2 TAU2),
-    PWL(t1 v1 t2 v2 ...)."""
+    PULSE(V1 V2 TD TR TF PW PER NP) (NP: number of pulses, <= 0 for unlimited),
+    SIN(VO VA FREQ TD THETA PHASE), EXP(V1 V2 TD1 TAU1 TD2 TAU2), PWL(t1 v1 t2 v2 ...)."""
 
     kind: str
     params: tuple[float, ...]
@@ -184,9 +184,25 @@ class Transient:
 
     def times(self) -> np.ndarray:
         """The output grid ``tstart + k tstep`` up to ``tstop`` (tstop included)."""
+        problem = self.grid_problem()
+        if problem is not None:
+            raise ValueError(f"Transient(tstep={self.tstep:g}): {problem}")
         count = int(math.floor((self.tstop - self.tstart) / self.tstep * (1 + 1e-12))) + 1
         grid = self.tstart + self.tstep * np.arange(count)
         return grid if grid[-1] >= self.tstop * (1 - 1e-12) else np.append(grid, self.tstop)
+
+    def grid_problem(self) -> str | None:
+        """Why the output grid is too large to hold (over :data:`MAX_TRAN_POINTS`), or None."""
+        span = self.tstop - self.tstart
+        if span / self.tstep <= MAX_TRAN_POINTS * (1 + 1e-12):
+            return None
+        least = span / MAX_TRAN_POINTS
+        scale = 10.0 ** (math.floor(math.log10(least)) - 2)  # 3 digits, rounded up
+        least = math.ceil(least / scale * (1 - 1e-13)) * scale
+        return (f"output every tstep {self.tstep:g} s from {self.tstart:g} s to {self.tstop:g} s "
+                f"is {span / self.tstep:.3g} intervals, more than {MAX_TRAN_POINTS:,}: raise "
+                f"tstep to at least {least:.3g} s (tstep only spaces the output; give tmax to "
+                "keep the steps small)")
 
     def step_limit(self) -> float:
         """``tmax``, else ngspice's default ``min(tstep, (tstop - tstart) / 50)``."""
@@ -317,25 +333,11 @@ def _validate(netlist: Netlist) -> None:
         if isinstance(a, Transient) and not (0 < a.tstep and a.tstart >= 0
                                              and a.tstop > a.tstart):
             raise ValueError(f".analyses[{i}]: .tran needs 0 < tstep and 0 <= tstart < tstop")
+        if isinstance(a, Transient) and a.grid_problem() is not None:
+            raise ValueError(f".analyses[{i}]: .tran {a.grid_problem()}")
         if isinstance(a, DCSweep) and not isinstance(
                 names.get(a.source.lower()), (VoltageSource, CurrentSource)):
             raise ValueError(f".analyses[{i}]: .dc source {a.source!r} is not a V or I source")
-
-
-def check_wave_params(kind: str, params: tuple) -> str | None:
-    """What is wrong with a waveform's parameters, or None."""
-    if kind not in WAVEFORMS:
-        return f"waveform {kind} is not supported (use {', '.join(WAVEFORMS)})"
-    most = WAVEFORMS[kind]
-    if not params or (most is not None and len(params) > most):
-        return f"{kind} takes 1 to {most} parameters, got {len(params)}"
-    if not all(math.isfinite(p) for p in params):
-        return f"{kind} parameters must be finite numbers"
-    if kind == "PWL":
-        times = params[0::2]
-        if len(params) % 2 or any(b < a for a, b in zip(times, times[1:])):
-            return "PWL needs pairs (time value) with non-decreasing times"
-    return None
 
 
 def _check_wave(where: str, wave: Waveform) -> None:

@@ -33,12 +33,16 @@ from ._netlist import Resistor as ResistorCard
 from ._solve import default_solver
 from ._spice_reader import read_netlist
 from ._topology import CircuitError
+from ._tran_messages import deck_message
 
 __all__ = ["CircuitTransient", "simulate_circuit", "integrator_for"]
 
 TransientInput = Union[Netlist, str, os.PathLike]
 #: The conductance (S) by which ngspice holds a ``.ic`` node during the operating point.
 IC_CONDUCTANCE = 1e10
+#: The smallest step over the largest (``Transient.step_limit``): ngspice-39's ``delmin =
+#: 1e-11 * maxStep`` (traninit.c); no option sets it, a smaller tmax lowers it.
+MIN_STEP_FRACTION = 1e-11
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +58,7 @@ class CircuitTransient:
     source_currents: dict
     inductor_currents: dict
     solution: Any
+    integrator: solvers.Integrator | None = None
 
     @property
     def converged(self) -> bool:
@@ -66,7 +71,8 @@ class CircuitTransient:
         return _named(self.source_currents, name, "voltage source")
 
     def message(self) -> str:
-        return self.solution.message()
+        """How the run ended; a failure says what a deck can change."""
+        return deck_message(self.solution, self.integrator)
 
     def to_json(self) -> dict:
         """``{"analysis": "tran", "time": [...], "node_voltages": {...}, ...}`` plus run stats;
@@ -77,7 +83,7 @@ class CircuitTransient:
                 "node_voltages": lists(self.node_voltages),
                 "source_currents": lists(self.source_currents),
                 "inductor_currents": lists(self.inductor_currents),
-                "converged": self.converged, "result": sol.message(),
+                "converged": self.converged, "result": self.message(),
                 "iterations": int(sol.n_newton), "accepted_steps": int(sol.n_steps),
                 "rejected_steps": int(sol.n_rejected),
                 # each step converges on its update's size; no residual is kept
@@ -117,7 +123,8 @@ def _method(netlist: Netlist) -> str:
 
 def integrator_for(netlist: Netlist, system: solvers.System, tran: Transient,
                    max_steps: int = 200000, save_steps: bool = False) -> solvers.Integrator:
-    """The ``solvers.Integrator`` of a deck: its tolerances, ``tmax`` as the largest step.
+    """The ``solvers.Integrator`` of a deck: its tolerances, ``tmax`` as the largest step and
+    :data:`MIN_STEP_FRACTION` of it as the smallest (ngspice's delmin).
     ``save_steps`` keeps every accepted state (needed for gradients; memory max_steps x n)."""
     vntol, abstol = _option(netlist, "vntol", 1e-6), _option(netlist, "abstol", 1e-12)
     atol = tuple(vntol if path.endswith(".v") else abstol for path in system.unknown_paths())
@@ -125,7 +132,8 @@ def integrator_for(netlist: Netlist, system: solvers.System, tran: Transient,
     return solvers.Integrator(rtol=_option(netlist, "reltol", 1e-3), atol=atol,
                               method=_method(netlist), order=order,
                               lte_factor=_option(netlist, "trtol", 7.0), hmax=tran.step_limit(),
-                              max_steps=max_steps, save_steps=save_steps)
+                              hmin=MIN_STEP_FRACTION * tran.step_limit(), max_steps=max_steps,
+                              save_steps=save_steps)
 
 
 def _start(netlist: Netlist, tran: Transient) -> tuple[Circuit, str]:
@@ -197,4 +205,4 @@ def simulate_circuit(netlist: TransientInput, tran: Transient | None = None, *,
     return CircuitTransient(
         grid, {k: of(v)[:, 0] for k, v in circuit.nodes.items()},
         {k: of(v)[:, -1] for k, v in circuit.vsources.items()},
-        {k: of(v)[:, -1] for k, v in circuit.inductors.items()}, sol)
+        {k: of(v)[:, -1] for k, v in circuit.inductors.items()}, sol, cfg)

@@ -27,7 +27,8 @@ def _after(t, corners):
 
 
 class Pulse(sg.ReffableTreeNode):
-    """``PULSE(V1 V2 TD TR TF PW PER)``: PW is the flat top between rise and fall."""
+    """``PULSE(V1 V2 TD TR TF PW PER NP)``: PW is the flat top between rise and fall; after
+    ``NP`` periods (``t - TD > NP PER``) the value stays V1 (``NP <= 0``: pulses forever)."""
 
     clock: solvers.Clock
     v1: jax.Array
@@ -37,21 +38,31 @@ class Pulse(sg.ReffableTreeNode):
     tf: jax.Array
     pw: jax.Array
     per: jax.Array
+    pulses: jax.Array = 0.0
+
+    def _end(self):
+        """Where the pulses stop, as ``t - TD`` (inf for unlimited pulses)."""
+        return jnp.where(self.pulses > 0, self.pulses * self.per, _NONE)
 
     def value(self):
-        x = self.clock.t - self.td
-        x = jnp.where(x > self.per, x - self.per * jnp.floor(x / self.per), x)
+        delayed = self.clock.t - self.td
+        x = jnp.where(delayed > self.per,
+                      delayed - self.per * jnp.floor(delayed / self.per), delayed)
         top = self.tr + self.pw
         rise = self.v1 + (self.v2 - self.v1) * x / self.tr
         fall = self.v2 + (self.v1 - self.v2) * (x - top) / self.tf
         inside = jnp.where(x < self.tr, rise, jnp.where(x <= top, self.v2, fall))
-        return jnp.where((x <= 0) | (x >= top + self.tf), self.v1, inside)
+        off = (x <= 0) | (x >= top + self.tf) | (delayed > self._end())
+        return jnp.where(off, self.v1, inside)
 
     def next_breakpoint(self, t):
         period = jnp.floor(jnp.maximum(t - self.td, 0.0) / self.per)
         starts = self.td + self.per * (period + jnp.arange(2.0))
         offsets = jnp.stack([0.0 * self.tr, self.tr, self.tr + self.pw, self.tr + self.pw + self.tf])
-        return _after(t, (starts[:, None] + offsets[None, :]).reshape(-1))
+        end = self.td + self._end()
+        corners = (starts[:, None] + offsets[None, :]).reshape(-1)
+        corners = jnp.where(corners > end, _NONE, corners)  # no corner after the last pulse
+        return _after(t, jnp.concatenate([corners, end[None]]))
 
 
 class Sine(sg.ReffableTreeNode):
@@ -76,7 +87,8 @@ class Sine(sg.ReffableTreeNode):
 
 
 class Exponential(sg.ReffableTreeNode):
-    """``EXP(V1 V2 TD1 TAU1 TD2 TAU2)``: rise towards V2 from TD1, back towards V1 from TD2."""
+    """``EXP(V1 V2 TD1 TAU1 TD2 TAU2)``: rise towards V2 from TD1, back towards V1 from
+    ``max(TD1, TD2)``."""
 
     clock: solvers.Clock
     v1: jax.Array
@@ -87,13 +99,16 @@ class Exponential(sg.ReffableTreeNode):
     tau2: jax.Array
 
     def value(self):
+        """V1 up to TD1; then the rise, plus the fall once past TD2 too (ngspice: with
+        TD2 < TD1 both start at TD1)."""
         t = self.clock.t
         rise = (self.v2 - self.v1) * -jnp.expm1(-jnp.maximum(t - self.td1, 0.0) / self.tau1)
         fall = (self.v1 - self.v2) * -jnp.expm1(-jnp.maximum(t - self.td2, 0.0) / self.tau2)
-        return self.v1 + jnp.where(t > self.td1, rise, 0.0) + jnp.where(t > self.td2, fall, 0.0)
+        both = rise + jnp.where(t > self.td2, fall, 0.0)
+        return self.v1 + jnp.where(t > self.td1, both, 0.0)
 
     def next_breakpoint(self, t):
-        return _after(t, jnp.stack([self.td1, self.td2]))
+        return _after(t, jnp.stack([self.td1, jnp.maximum(self.td1, self.td2)]))
 
 
 class PiecewiseLinear(sg.ReffableTreeNode):
@@ -121,7 +136,7 @@ def waveform(kind: str, params: tuple, clock: solvers.Clock, tstep: float, tstop
     if kind == "PULSE":
         v1, v2 = get(0, 0.0), p[1] if len(p) > 1 else 0.0
         return Pulse(clock, v1, v2, get(2, 0.0), get(3, tstep), get(4, tstep), get(5, tstop),
-                     get(6, tstop))
+                     get(6, tstop), get(7, 0.0))
     if kind == "SIN":
         return Sine(clock, get(0, 0.0), get(1, 0.0), get(2, 1.0 / tstop), get(3, 0.0),
                     get(4, 0.0), get(5, 0.0))

@@ -220,15 +220,19 @@ jax.tree_util.register_pytree_with_keys(Solution, _flatten_with_keys, _unflatten
 FlatSolution = Solution
 
 
-def _as_index(index, shape) -> tuple:
+#: Where a `Solution` tells which member to pick.
+_PICK = "sol.worst_index() names the worst failure), or read sol.summary()"
+
+
+def _as_index(index, shape, holder: str = "Solution", pick: str = _PICK) -> tuple:
     """A member's index into arrays of ``shape``: None for an unbatched solution, a flat
-    (negative from the end) or a tuple index for a batch."""
+    (negative from the end) or a tuple index for a batch. ``holder`` names the result type
+    in the errors, ``pick`` how it finds a member worth reading."""
     size = int(np.prod(shape))
     if index is None:
         if shape:
-            raise TypeError(f"this Solution holds a batch of {size} members: pass a member's "
-                            "index (message(0); sol.worst_index() names the worst failure), or "
-                            "read sol.summary().")
+            raise TypeError(f"this {holder} holds a batch of {size} members: pass a member's "
+                            f"index (message(0); {pick}.")
         return ()
     if isinstance(index, tuple):
         return index
@@ -236,7 +240,7 @@ def _as_index(index, shape) -> tuple:
         raise TypeError(f"a member index must be an integer, got {index!r}.")
     flat = operator.index(index)
     if not -size <= flat < size:
-        raise IndexError(f"member {flat} is out of range: this Solution holds {size} "
+        raise IndexError(f"member {flat} is out of range: this {holder} holds {size} "
                          f"member(s), 0 to {size - 1} (or -{size} to -1 from the end).")
     return tuple(np.unravel_index(flat % size, shape))
 

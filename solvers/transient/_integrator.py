@@ -98,6 +98,9 @@ class Integrator:
             if value is not None and not (math.isfinite(float(value)) and float(value) > 0):
                 raise ValueError(f"Integrator({name}={value!r}) must be a positive, finite time "
                                  "step, or None for the default.")
+        if self.hmin is not None and float(self.hmin) > float(self.hmax):
+            raise ValueError(f"Integrator(hmin={self.hmin!r}, hmax={self.hmax!r}): the smallest "
+                             "step exceeds the largest; give hmin <= hmax.")
         atol = np.asarray(self.atol, dtype=float)
         if atol.ndim > 1 or not (np.all(np.isfinite(atol)) and np.all(atol >= 0)):
             raise ValueError(f"Integrator(atol={self.atol!r}) must be a finite number >= 0 or "

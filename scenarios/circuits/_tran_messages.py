@@ -1,0 +1,47 @@
+"""How a ``.tran`` run ended, in a deck's terms: the integrator's own messages name
+``Integrator`` settings (``hmin``, ``max_steps``, ``initial='given'``) that a deck cannot set."""
+from __future__ import annotations
+
+import numpy as np
+
+import solvers
+
+__all__ = ["deck_message"]
+
+R = solvers.TRANSIENT_RESULTS
+_NAN_AFTER = "The output after that time is NaN."
+_ADVICE = {
+    R.step_too_small: (
+        "after t = {t:.6g} s the step fell below the smallest, {hmin:.3g} s (a deck's is 1e-11 "
+        "of the .tran step limit, as ngspice's delmin), with Newton or the error test failing: "
+        "the circuit may jump there (a source corner with no breakpoint) or have no solution. "
+        "Lower tmax (the 4th .tran value; the smallest step goes down with it) or check the "
+        "circuit near that time. " + _NAN_AFTER),
+    R.max_steps_reached: (
+        "the run used all its {max_steps} steps by t = {t:.6g} s: raise tmax (the 4th .tran "
+        "value) or tstep where they hold the steps small, loosen .options reltol, or shorten "
+        "tstop; from Python, pass simulate_circuit(..., integrator=integrator_for(netlist, "
+        "system, tran, max_steps=...)). " + _NAN_AFTER),
+    R.initial_point_failed: (
+        "the operating point at t = 0 did not converge: check the circuit's .op, or add uic to "
+        "the .tran card to start from the .ic values (0 V elsewhere) without one."),
+}
+
+
+def deck_message(solution, integrator: solvers.Integrator | None) -> str:
+    """``solution.message()``, with the advice for a deck where a failure's advice names
+    settings a deck cannot give (``integrator``: the deck's, from ``integrator_for``; one
+    without ``hmin``, given from Python, keeps the library's message)."""
+    code = R(int(np.asarray(solution.result)))
+    if code not in _ADVICE or integrator is None or integrator.hmin is None:
+        return solution.message()
+    text = _ADVICE[code].format(t=_reached(solution), hmin=integrator.hmin,
+                                max_steps=integrator.max_steps)
+    return f"{code.name}: {text}"
+
+
+def _reached(solution) -> float:
+    """The last output time with a finite state (the start time if none)."""
+    times = np.asarray(solution.t)
+    ok = np.all(np.isfinite(np.asarray(solution.x)), axis=-1)
+    return float(times[ok][-1]) if ok.any() else float(times[0])

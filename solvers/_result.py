@@ -110,8 +110,9 @@ _MESSAGES = {
     RESULTS.linear_solve_failed: (
         "The linear solver could not solve the Newton system accurately although no pivot "
         "vanished: SparseLU's static pivots broke down (its backward error stayed above "
-        "backward_tol after refinement) or SparseKrylov did not converge. Try a pivoting "
-        "solver: solvers.SparseHostLU() on CPU, solvers.BandedLU() for narrow bands, "
-        "solvers.DenseLU() for small systems; or SparseLU(pivoting='matching', refine=3)."
+        "backward_tol after refinement), or a Krylov solve (GMRES, BiCGStab, SparseKrylov) "
+        "stalled. Try a pivoting solver: solvers.SparseHostLU() on CPU, solvers.BandedLU() "
+        "for narrow bands, solvers.DenseLU() for small systems; or SparseLU(pivoting="
+        "'matching', refine=3); for GMRES a larger restart or max_iters."
     ),
 }

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.sparse import linalg as jsla
 
-from .._result import RESULTS
+from ._krylov import krylov_result, krylov_rtol
 from ._sparse import _AbstractSparseSolver, as_pattern
 from ._sparse_jacobian import SparseOperator
 from ._sparse_lu import factor, triangular_solve
@@ -76,15 +76,13 @@ class SparseKrylov(_AbstractSparseSolver):
             mv = self.rmatvec if transpose else self.matvec
             a = functools.partial(mv, SparseOperator(data))
             m = self._preconditioner(values, transpose)
-            kw = dict(tol=self.rtol, atol=self.atol, maxiter=self.maxiter, M=m)
+            kw = dict(tol=krylov_rtol(self.rtol, b.dtype), atol=self.atol,
+                      maxiter=self.maxiter, M=m)
             if self.method == "gmres":
                 x, _ = jsla.gmres(a, b, restart=self.restart, **kw)
             else:
                 x, _ = jsla.bicgstab(a, b, **kw)
-            bound = jnp.maximum(self.rtol * jnp.linalg.norm(b), self.atol)
-            ok = jnp.linalg.norm(b - a(x)) <= self.fail_factor * bound
-            result = jnp.where(ok, RESULTS.successful.code(), RESULTS.linear_solve_failed.code())
-            return jnp.where(ok, x, jnp.full((), jnp.nan, x.dtype)), result
+            return krylov_result(a, b, x, self.rtol, self.atol, self.fail_factor)
         return solve
 
     def _preconditioner(self, values, transpose):

@@ -119,6 +119,62 @@ def test_a_sweep_of_another_model_structure_is_refused(tmp_path, change):
         run(model(mode="double") if change == "static" else model(swap=True))
 
 
+class Lawful(sg.ReffableTreeNode):
+    c: float
+    law: object = sg.static(default=None)
+    x: float = sg.unknown(default=1.0)
+
+    def residual(self):
+        return self.x - self.law(self.c)
+
+
+def _run_in(tmp_path, g):
+    return solvers.solve_batch(g, {".c": VALUES[:4]}, NEWTON, chunk_size=2, results_dir=tmp_path)
+
+
+def test_a_static_function_that_computes_otherwise_is_another_model(tmp_path):
+    # Two lambdas had one fingerprint (their reprs differ only by address): the second
+    # sweep returned the first one's x = c instead of x = 2 c.
+    first = _run_in(tmp_path, Lawful(jnp.asarray(1.0), law=lambda c: c))
+    np.testing.assert_allclose(first.x[:, 0], VALUES[:4])
+    with pytest.raises(solvers.SweepMismatchError, match="structure differs"):
+        _run_in(tmp_path, Lawful(jnp.asarray(1.0), law=lambda c: 2.0 * c))
+    k = 3.0
+    again = _run_in(tmp_path, Lawful(jnp.asarray(1.0), law=lambda c: c))  # same code: resumes
+    np.testing.assert_allclose(again.x[:, 0], VALUES[:4])
+    with pytest.raises(solvers.SweepMismatchError, match="structure differs"):
+        _run_in(tmp_path, Lawful(jnp.asarray(1.0), law=lambda c: k * c))  # another closure
+
+
+def _element(scale: float):
+    """An element class named alike each time, whose residual's code depends on ``scale``."""
+    if scale == 1.0:
+        def residual(self):
+            return self.x - self.c
+    else:
+        def residual(self):
+            return self.x - 2.0 * self.c
+    return type("Edited", (sg.ReffableTreeNode,), {
+        "__annotations__": {"c": float, "x": float}, "x": sg.unknown(default=1.0),
+        "residual": residual, "__module__": __name__, "__qualname__": "Edited"})
+
+
+def test_an_element_whose_method_was_edited_is_another_model(tmp_path):
+    # Only the class's name and fields entered the fingerprint: an edited residual resumed
+    # from the old results.
+    _run_in(tmp_path, _element(1.0)(jnp.asarray(1.0)))
+    with pytest.raises(solvers.SweepMismatchError, match="element code differs"):
+        _run_in(tmp_path, _element(2.0)(jnp.asarray(1.0)))
+
+
+def test_a_truncated_chunk_is_solved_again(tmp_path):
+    first = sweep(tmp_path)
+    chunks = sorted(tmp_path.glob("chunk-*.npz"))
+    chunks[1].write_bytes(chunks[1].read_bytes()[:50])  # zipfile.BadZipFile on resume
+    chunks[2].write_bytes(b"")  # EOFError
+    same(sweep(tmp_path), first)
+
+
 _RESUME = """
 import sys, jax, jax.numpy as jnp
 jax.config.update("jax_enable_x64", True)
@@ -161,8 +217,8 @@ def test_manifest_says_what_the_sweep_is(tmp_path):
     sweep(tmp_path)
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["size"] == 11 and manifest["chunk_size"] == 3
-    assert set(manifest["fingerprint"]) == {"structure", "base parameters", "swept parameters",
-                                            "start", "solver"}
+    assert set(manifest["fingerprint"]) == {"structure", "element code", "base parameters",
+                                            "swept parameters", "start", "solver"}
     assert manifest["about"] == {"parameters": ["items[0].c"]}
 
 

@@ -85,7 +85,9 @@ def sweep_fingerprint(system: Any, keys: tuple, batched: tuple, start: Any,
     """Digests of what a sweep's results depend on, part by part (to say which differs)."""
     labels = "\n".join([repr(system)] + system.unknown_paths() + system.residual_labels())
     structure = (labels, system.structure.persistent_key())  # statics and references too
-    return {"structure": digest(structure), "base parameters": digest(system.params),
+    return {"structure": digest(structure),
+            "element code": digest(system.structure.code_key()),
+            "base parameters": digest(system.params),
             "swept parameters": digest((tuple(str(k.key) for k in keys), batched)),
             "start": digest(start), "solver": digest(repr(method))}
 

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -22,7 +23,7 @@ import numpy as np
 MANIFEST = "manifest.json"
 #: 2: the structure digest covers static values and references (format 1 directories,
 #: written before, are refused as "format differs": solve them again).
-FORMAT = 2
+FORMAT = 3
 
 
 class SweepMismatchError(ValueError):
@@ -106,8 +107,8 @@ class SweepStore:
         try:
             with np.load(path, allow_pickle=False) as data:
                 return {k: data[k] for k in data.files}
-        except (OSError, ValueError):
-            return None
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+            return None  # a truncated or empty file: solved again
 
     def save(self, start: int, stop: int, arrays: Mapping[str, np.ndarray]) -> None:
         """Write a finished chunk atomically (a killed process leaves no partial chunk)."""

@@ -20,6 +20,7 @@ import simgraph as sg
 
 from . import (_analyse, _equations, _gather, _grouped, _kind_count, _kinds, _objectwise,
                _pattern)
+from ._canonical import canonical, hooks_text
 from ._element_jacobian import ElementJacobian
 from ._model_errors import LoweringError, ModelError, SingularComponentError
 from ..linear._sparsity import SparsityPattern
@@ -48,10 +49,15 @@ class _Structure:
         """What the lowering depends on, as values a digest reads alike in any process (class
         names, static values in a canonical text, reference and kind index arrays): `key`
         without object identities, for a sweep's results directory to refuse another model."""
-        kinds = [f"{k.cls.__module__}.{k.cls.__qualname__} {_canonical(k.statics)} "
+        kinds = [f"{k.cls.__module__}.{k.cls.__qualname__} {canonical(k.statics)} "
                  f"{k.key[2:]!r}" for k in self.an.kinds]
         return ("\n".join([self.mode] + kinds), self.an.kind_of,
                 tuple(k.slots for k in self.an.kinds))
+
+    def code_key(self) -> str:
+        """The code of the element classes' hook functions as process-independent text
+        (`hooks_text`): a results directory refuses a model whose methods were edited."""
+        return "\n".join(hooks_text(k.cls) for k in self.an.kinds)
 
     def refresh_hooks(self) -> None:
         """Read the classes' namespaces anew (their hook functions are the key's)."""
@@ -77,18 +83,6 @@ class _Structure:
 
     def __hash__(self) -> int:
         return self.hash
-
-
-def _canonical(value) -> str:
-    """A static value as text that does not depend on the process: sets in sorted order
-    (their repr follows the hash seed), numpy scalars as Python numbers."""
-    if isinstance(value, (set, frozenset)):
-        return "{" + ", ".join(sorted(map(_canonical, value))) + "}"
-    if isinstance(value, (tuple, list)):
-        return type(value).__name__ + "(" + ", ".join(map(_canonical, value)) + ")"
-    if isinstance(value, np.generic):
-        return repr(value.item())
-    return repr(value)
 
 
 class System:

@@ -108,10 +108,10 @@ _MESSAGES = {
         "points; for a graph, solution.diagnose() names the parts."
     ),
     RESULTS.linear_solve_failed: (
-        "The linear solver could not solve the Newton system accurately although no pivot "
-        "vanished: SparseLU's static pivots broke down (its backward error stayed above "
-        "backward_tol after refinement), or a Krylov solve (GMRES, BiCGStab, SparseKrylov) "
-        "stalled. Try a pivoting solver: solvers.SparseHostLU() on CPU, solvers.BandedLU() "
+        "The linear solver could not solve the Newton system accurately, or could not tell "
+        "whether J is singular: SparseLU's static pivots broke down (a pivot vanished while "
+        "its column did not, or the backward error stayed above backward_tol after "
+        "refinement), or a Krylov solve (GMRES, BiCGStab, SparseKrylov) stalled. Try a pivoting solver: solvers.SparseHostLU() on CPU, solvers.BandedLU() "
         "for narrow bands, solvers.DenseLU() for small systems; or SparseLU(pivoting="
         "'matching', refine=3); for GMRES a larger restart or max_iters."
     ),

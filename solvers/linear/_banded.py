@@ -110,7 +110,9 @@ class BandedLU(_AbstractSparseSolver):
     from graph-coloured JVPs like the other sparse solvers. Work per solve is
     ``n (kl + 1) (kl + ku + 1)`` multiply-adds in ``n`` sequential steps, so it pays for
     narrow bands (``kl``, ``ku`` = `bandwidths`), above all under ``vmap`` over many
-    members. A pivot below ``n * eps * max|A|`` gives a NaN solution (singular Jacobian).
+    members. Rows are scaled by their largest entry before the elimination, and a pivot
+    below ``n * eps`` times its column's largest scaled entry gives a NaN solution (singular
+    Jacobian): equations and unknowns in any units (1e9 next to 1e-9) do not matter.
     """
 
     def __init__(self, rows=None, cols=None, shape=None):
@@ -141,8 +143,15 @@ class BandedLU(_AbstractSparseSolver):
 
 def banded_solve(band: jax.Array, b: jax.Array, lower: int, upper: int) -> jax.Array:
     """Solve ``A x = b`` for one system in row-band storage (``band[i, j - i + lower]`` is
-    ``A[i, j]``), by elimination with partial pivoting; NaN where a pivot vanishes."""
+    ``A[i, j]``), by elimination with partial pivoting; NaN where a pivot vanishes.
+
+    Rows are first scaled by their largest entry, and a pivot counts as vanished when it is
+    below ``n * eps`` times its column's largest scaled entry: the test does not depend on
+    the units of equations or unknowns (rows or columns scaled by 1e9 and 1e-9)."""
     n, width = band.shape
+    row_max = functools.reduce(jnp.maximum, [jnp.abs(band[:, s]) for s in range(width)])
+    scale = 1 / jnp.maximum(row_max, jnp.finfo(band.dtype).tiny)  # zero rows stay zero
+    band, b = band * scale[:, None], b * scale
     rows = jnp.concatenate([band, jnp.zeros((lower + 1, width), band.dtype)])
     rhs = jnp.concatenate([b, jnp.zeros((lower + 1,), b.dtype)])
     window = jnp.zeros((lower + 1, width), band.dtype)
@@ -153,10 +162,20 @@ def banded_solve(band: jax.Array, b: jax.Array, lower: int, upper: int) -> jax.A
     _, (u_rows, y) = lax.scan(
         _eliminate, (window, window_b), (rows[lower + 1:], rhs[lower + 1:]), unroll=unroll)
     x = _back_substitute(u_rows, y, unroll)
-    scale = jnp.max(jnp.abs(band))
-    tiny = n * jnp.finfo(band.dtype).eps * scale
-    singular = jnp.any(jnp.abs(u_rows[:, 0]) <= tiny) | ~jnp.isfinite(scale)
+    tiny = n * jnp.finfo(band.dtype).eps * _column_max(band, lower)
+    singular = jnp.any(~(jnp.abs(u_rows[:, 0]) > tiny)) | ~jnp.all(jnp.isfinite(row_max))
     return jnp.where(singular, jnp.nan, x)
+
+
+def _column_max(band: jax.Array, lower: int) -> jax.Array:
+    """``max_i |A[i, j]|`` for each column ``j`` of a matrix in row-band storage: slot
+    ``s`` of row ``j + lower - s`` is in column ``j`` (slices, no gather)."""
+    n, width = band.shape
+    upper = width - 1 - lower
+    padded = jnp.pad(jnp.abs(band), ((upper, lower), (0, 0)))
+    shift = width - 1
+    return functools.reduce(jnp.maximum, [padded[shift - s:shift - s + n, s]
+                                          for s in range(width)])
 
 
 def _slide(window, window_b, row, value):

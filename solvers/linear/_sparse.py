@@ -214,8 +214,10 @@ class SparseLU(_AbstractSparseSolver):
     Static pivots cannot adapt to the values. Where the element growth ``max|LU| / max|A|``
     exceeds ``growth_limit`` the solve is checked: up to ``refine`` steps of iterative
     refinement, then a backward error above ``backward_tol`` (default ``sqrt(eps)``) gives
-    NaN with ``RESULTS.linear_solve_failed``; a pivot below ``pivot_tol * eps * max|A|``
-    gives NaN with ``RESULTS.singular_jacobian``.
+    NaN with ``RESULTS.linear_solve_failed``. Pivots are judged after each row is scaled by
+    its largest entry, against their own column (units do not matter): a vanished pivot
+    gives NaN with ``RESULTS.singular_jacobian`` when its whole column vanished (every
+    order would fail), else ``RESULTS.linear_solve_failed`` (J may be regular).
     ``pivoting``: ``"pairs"`` or ``"matching"`` for zero diagonals (see `analyse`).
     """
 

@@ -5,8 +5,11 @@ each gather or segment sum moves contiguous rows of ``batch`` numbers (about 8x 
 CPU than the batch-first layout plain ``vmap`` produces). `lu_solver` returns a
 ``custom_vmap`` function whose rule moves the vmapped axis to the end (in cache-sized
 chunks on CPU) and calls itself, so nested ``vmap``s compose. Pivots are static
-(`LUPlan`); a tiny pivot, or a backward error that stays large after refinement, turns
-that system's solution into NaN (Newton's ``singular_jacobian``).
+(`LUPlan`). Rows are scaled by their largest entry and a pivot is tiny relative to its
+column, so the tests do not depend on units. A tiny pivot, or a backward error that stays
+large after refinement, turns that system's solution into NaN: ``singular_jacobian`` where
+the pivot's whole column vanished (J is singular), else ``linear_solve_failed`` (static
+pivots that do not suit these values, e.g. a permutation's zero diagonal).
 """
 
 from __future__ import annotations
@@ -128,39 +131,100 @@ def _backward_error(plan, a, x, b, transpose):
     return r, jnp.max(jnp.abs(r), axis=0) / jnp.maximum(scale, tiny)
 
 
+def _row_scales(plan, index, data):
+    """``r``: one over each row's largest ``|A_ij|`` (rows of zeros keep theirs), so that
+    ``diag(r) A`` has rows of largest entry 1 and pivot tests do not depend on units."""
+    row_max = jax.ops.segment_max(jnp.abs(data[index]), plan.pattern.rows,
+                                  num_segments=plan.row_perm.size)
+    return 1 / jnp.maximum(row_max, jnp.finfo(data.dtype).tiny)
+
+
+def _scaled(plan, index, data, r):
+    """The pattern-aligned values of ``diag(r) A``."""
+    return data[index] * r[plan.pattern.rows]
+
+
+@functools.lru_cache(maxsize=32)
+def _slot_rows(plan: LUPlan) -> np.ndarray:
+    """The row of A whose entry initializes each factor slot (0 for empty slots)."""
+    return np.append(plan.pattern.rows, 0)[plan.slot_src]
+
+
 def _factor_impl(plan, index, data, pivot_tol, growth_limit):
-    """``(v, pivot_ok, risky)``: the factor values, per system whether every pivot is
-    clear of zero, and whether any system's element growth calls for refinement."""
+    """``(v, r, code, risky)``: the factor values of the row-scaled ``diag(r) A``, the row
+    scales, per system the pivots' result code (`_pivot_code`) and whether any system's
+    element growth calls for refinement."""
     batch = data.shape[1:]
+    r = _row_scales(plan, index, data)
     d_ext = jnp.concatenate([data, jnp.zeros((1,) + batch, data.dtype)])
     src = np.concatenate([index, [data.shape[0]]])
-    v = factor(plan, d_ext[src[plan.slot_src]])
-    eps = jnp.finfo(data.dtype).eps
-    a_max = _max0(jnp.abs(data))
-    pivot_ok = ~_any0(~(jnp.abs(v[plan.diag_slots]) > (pivot_tol * eps) * a_max[None]))
-    growth = _max0(jnp.abs(v)) / a_max
-    return v, pivot_ok, jnp.any(~(growth <= growth_limit))  # NaN growth is risky too
+    v = factor(plan, d_ext[src[plan.slot_src]] * r[_slot_rows(plan)])
+    pivot = jnp.abs(v[plan.diag_slots])
+    tol = pivot_tol * jnp.finfo(data.dtype).eps  # scaled |A_ij| <= 1: pivots above are fine
+    code = lax.cond(jnp.any(_any0(~(pivot > tol))), functools.partial(_pivot_code, plan, index),
+                    _no_breakdown, v, data, r, tol)
+    growth = _max0(jnp.abs(v))  # max|LU| / max|diag(r) A|, whose largest entry is 1
+    return v, r, code, jnp.any(~(growth <= growth_limit))  # NaN growth is risky too
+
+
+def _no_breakdown(v, data, r, tol):
+    return jnp.full(v.shape[1:], RESULTS.successful.code(), jnp.int32)
+
+
+def _pivot_code(plan, index, v, data, r, tol):
+    """Per system: successful where no pivot vanished; else ``singular_jacobian`` where the
+    first vanished pivot's whole column (pivot and L column before the division) vanished,
+    so every pivot order meets a zero (J is singular, as partial pivoting would report), or
+    the pattern is structurally singular; else ``linear_solve_failed``: a static pivot broke
+    down on a Jacobian that may be regular (a permutation's zero diagonal). A pivot has
+    vanished when below ``tol`` times its column's largest entry of ``diag(r) A``."""
+    n = plan.diag_slots.size
+    a = jnp.abs(_scaled(plan, index, data, r))
+    col_max = jax.ops.segment_max(a, plan.pattern.cols, num_segments=n)
+    tiny = tol * col_max[plan.col_perm]
+    piv, lslots = _l_columns(plan)
+    pivot = v[plan.diag_slots]
+    vanished = ~(jnp.abs(pivot) > tiny)
+    v_l = v[lslots]
+    raw = jnp.where(jnp.isnan(v_l), 0, jnp.where(jnp.isinf(v_l), jnp.inf, v_l * pivot[piv]))
+    col = jnp.maximum(jax.ops.segment_max(jnp.abs(raw), piv, num_segments=n), 0)
+    dead = (col <= tiny) & ~jnp.isnan(pivot)
+    first = jnp.argmax(vanished, axis=0)
+    singular = jnp.take_along_axis(dead, first[None], axis=0)[0] | plan.structurally_singular
+    code = jnp.where(singular, RESULTS.singular_jacobian.code(),
+                     RESULTS.linear_solve_failed.code())
+    return jnp.where(jnp.any(vanished, axis=0), code, RESULTS.successful.code()).astype(
+        jnp.int32)
+
+
+@functools.lru_cache(maxsize=32)
+def _l_columns(plan: LUPlan):
+    """``(pivot, slot)`` of each L entry: pivot k's L column follows its diagonal slot."""
+    d = np.append((np.diff(plan.diag_slots) - 1) // 2, 0)  # the last pivot is a root
+    piv = np.repeat(np.arange(d.size), d)
+    start = np.cumsum(d) - d
+    return piv, plan.diag_slots[piv] + 1 + np.arange(piv.size) - start[piv]
 
 
 def _apply_impl(plan, index, data, fac, b, transpose, refine, backward_tol):
     """Solve with the factors ``fac`` of ``data``; where the element growth is large
     (static pivots gone bad), refine and check the backward error. Returns x (NaN for
-    failed systems) and per system the result code: a vanished pivot is singular, a
-    backward error left too large is a failed linear solve."""
-    v, pivot_ok, risky = fac
+    failed systems) and per system the result code: the pivots' code (`_pivot_code`), or
+    a failed linear solve where a backward error stays too large."""
+    v, r, code, risky = fac
     batch = data.shape[1:]
-    d_ext = jnp.concatenate([data, jnp.zeros((1,) + batch, data.dtype)])
     eps = jnp.finfo(data.dtype).eps
+    b = b if transpose else b * r  # diag(r) A x = diag(r) b; A^T (r y) = b
 
     def residual(x):  # only where growth is large: the common path skips the matvec
-        return _backward_error(plan, d_ext[index], x, b, transpose)
+        return _backward_error(plan, _scaled(plan, index, data, r), x, b, transpose)
 
     def skip(x):
         return jnp.zeros_like(b), jnp.zeros(batch, b.dtype)
 
     def step(carry):  # one copy of the sweeps in the program: solve, then refinements
-        k, x, r, _ = carry
-        x = x + triangular_solve(plan, v, r, transpose)
+        k, x, res, _ = carry
+        x = x + triangular_solve(plan, v, res, transpose)
         return (k + 1, x) + lax.cond(risky, residual, skip, x)
 
     def more(carry):
@@ -169,11 +233,10 @@ def _apply_impl(plan, index, data, fac, b, transpose, refine, backward_tol):
 
     start = (0, jnp.zeros_like(b), b, jnp.zeros(batch, b.dtype))
     _, x, _, err = lax.while_loop(more, step, start)
-    solved = ~(err > backward_tol)
-    ok = pivot_ok & solved & ~_any0(~jnp.isfinite(x))
-    result = jnp.where(ok, RESULTS.successful.code(),
-                       jnp.where(pivot_ok, RESULTS.linear_solve_failed.code(),
-                                 RESULTS.singular_jacobian.code()))
+    x = x * r if transpose else x
+    pivot_ok = code == RESULTS.successful.code()
+    ok = pivot_ok & ~(err > backward_tol) & ~_any0(~jnp.isfinite(x))
+    result = jnp.where(ok | ~pivot_ok, code, RESULTS.linear_solve_failed.code())
     return jnp.where(ok[None], x, jnp.full((), jnp.nan, x.dtype)), result
 
 
@@ -263,10 +326,10 @@ def lu_factored(plan: LUPlan, compressed: bool, transpose: bool, refine: int,
 
     @factorize.def_vmap
     def _factor_rule(axis_size, in_batched, data):
-        v, ok, risky = factorize(jnp.moveaxis(_batch_first(data, in_batched[0], axis_size),
-                                              0, -1))
-        return ((jnp.moveaxis(v, -1, 0), ok, jnp.broadcast_to(risky, (axis_size,))),
-                (True, True, True))
+        v, r, code, risky = factorize(jnp.moveaxis(
+            _batch_first(data, in_batched[0], axis_size), 0, -1))
+        return ((jnp.moveaxis(v, -1, 0), jnp.moveaxis(r, -1, 0), code,
+                 jnp.broadcast_to(risky, (axis_size,))), (True, True, True, True))
 
     @jax.custom_batching.custom_vmap
     def apply(data, fac, b):
@@ -275,8 +338,8 @@ def lu_factored(plan: LUPlan, compressed: bool, transpose: bool, refine: int,
     @apply.def_vmap
     def _apply_rule(axis_size, in_batched, data, fac, b):
         last = lambda x, batched: jnp.moveaxis(_batch_first(x, batched, axis_size), 0, -1)  # noqa: E731
-        v, ok, risky = (last(f, bat) for f, bat in zip(fac, in_batched[1]))
-        x, result = apply(last(data, in_batched[0]), (v, ok, jnp.any(risky)),
+        v, r, code, risky = (last(f, bat) for f, bat in zip(fac, in_batched[1]))
+        x, result = apply(last(data, in_batched[0]), (v, r, code, jnp.any(risky)),
                           last(b, in_batched[2]))
         return (jnp.moveaxis(x, -1, 0), result), (True, True)
 

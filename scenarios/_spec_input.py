@@ -83,10 +83,9 @@ class Spec:
 
     def scalar(self, value: Any, where: str, positive: bool = False, unit: str = "") -> float:
         """``value`` as a finite (optionally positive) number."""
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not ok or not math.isfinite(value) or (positive and value <= 0):
+        if not _finite(value) or (positive and value <= 0):
             need = "a positive number" if positive else "a finite number"
-            raise self.fail(where, f"expected {need}, got {json.dumps(value)}",
+            raise self.fail(where, f"expected {need}, got {_shown(value)}",
                             f"give {need}{_unit(unit)}")
         return float(value)
 
@@ -97,13 +96,24 @@ class Spec:
             return list(default)
         value = obj.get(key)
         item_ok = ((lambda v: isinstance(v, bool)) if kind is bool else
-                   (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-                    and math.isfinite(v)))
+                   _finite)
         if not isinstance(value, list) or len(value) != n or not all(map(item_ok, value)):
             what = "true/false values" if kind is bool else "numbers"
             raise self.fail(f"{where}.{key}", f"expected a list of {n} {what}, got "
-                            f"{json.dumps(value)}", f"write e.g. {_example(n, kind)}{_unit(unit)}")
+                            f"{_shown(value)}", f"write e.g. {_example(n, kind)}{_unit(unit)}")
         return [kind(v) for v in value]
+
+    def distinct(self, sections: Iterable[str], names: dict) -> None:
+        """Refuse a name used in two of ``sections`` (``names[section]``: its entry names):
+        results and sweeps look entries up by name, so one of the two would be lost."""
+        seen: dict = {}
+        for section in sections:
+            for name in names[section]:
+                if name in seen:
+                    raise self.fail(f".{section}.{name}", f"the name {json.dumps(name)} is "
+                                    f"also used in .{seen[name]}",
+                                    "give every entry of these sections its own name")
+                seen[name] = section
 
     def ref(self, obj: dict, key: str, where: str, names: Iterable[str], what: str) -> str:
         """A name that must be one of ``names`` (a reference to another entry)."""
@@ -114,6 +124,23 @@ class Spec:
             raise self.fail(f"{where}.{key}", problem,
                             f"use one of the {what}s defined: {', '.join(names[:12])}")
         return value
+
+
+def _finite(value: Any) -> bool:
+    """A JSON number (not a boolean) that is finite as a float: an integer too large for a
+    float (``1e400`` written out) is not, rather than an ``OverflowError``."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """``value`` as JSON for a message, cut short (a 400-digit integer is not shown whole)."""
+    text = json.dumps(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _unit(unit: str) -> str:

@@ -8,6 +8,7 @@ results by name (``result.temperature("plate")``).
 """
 from .._cli_report import Report, SweepSpec
 from .._errors import FormatError
+from .._islands import IslandError
 from ._reader import ThermalData, read_thermal_data
 from ._build import build_thermal, read_thermal
 from ._model import (STEFAN_BOLTZMANN, Conduction, FixedTemperature, HeatCapacity, HeatLoad,
@@ -18,7 +19,7 @@ from ._transient import ThermalTransient, simulate_thermal
 
 __all__ = [
     "EXAMPLE", "STEFAN_BOLTZMANN", "Conduction", "FixedTemperature", "FormatError",
-    "HeatCapacity", "HeatLoad", "Radiation", "Report", "SweepSpec", "ThermalData",
+    "HeatCapacity", "HeatLoad", "IslandError", "Radiation", "Report", "SweepSpec", "ThermalData",
     "ThermalNetwork", "ThermalNode", "ThermalResult", "ThermalSweep", "ThermalTransient",
     "build_thermal", "grey_body_factor", "parameter_path", "read_thermal", "read_thermal_data",
     "run", "simulate_thermal",

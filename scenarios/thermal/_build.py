@@ -10,9 +10,11 @@ from typing import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._leaves import leaf, numpy_or_jnp
 from .._named import lookup
+from ._checks import check_anchored, check_file_anchored, repeated_name
 from ._reader import read_thermal_data
 from ._model import (STEFAN_BOLTZMANN, Conduction, FixedTemperature, HeatCapacity, HeatLoad,
                      Radiation, ThermalNetwork, ThermalNode, grey_body_factor)
@@ -24,7 +26,9 @@ def build_thermal(nodes: Mapping[str, float] | Sequence[str], *,
                   conduction: Mapping[str, tuple] = (), radiation: Mapping[str, tuple] = (),
                   fixed: Mapping[str, tuple] = (), loads: Mapping[str, tuple] = (),
                   capacities: Mapping[str, tuple] = ()) -> ThermalNetwork:
-    """A thermal graph from named entries (names must be unique within each group).
+    """A thermal graph from named entries (names unique across the link, fixed and load
+    groups). Raises ``IslandError`` for a connected part with neither a fixed temperature nor
+    a heat capacity, ``ValueError`` for a negative conductance or a repeated name.
 
     ``nodes``: names, or name -> start temperature (K). ``conduction``: name -> (a, b, G).
     ``radiation``: name -> (a, b, area, (e_a, e_b)[, view_factor[, area_ratio]]).
@@ -32,6 +36,7 @@ def build_thermal(nodes: Mapping[str, float] | Sequence[str], *,
     (node, C) in J/K (only a transient sees them).
     """
     starts = dict(nodes) if isinstance(nodes, Mapping) else {n: 300.0 for n in nodes}
+    _check_names(nodes, conduction, radiation, fixed, loads)
     made = {n: ThermalNode(leaf(t)) for n, t in starts.items()}
 
     def node(name, where):
@@ -47,9 +52,38 @@ def build_thermal(nodes: Mapping[str, float] | Sequence[str], *,
     qs = [HeatLoad(node(a, f"load {n!r}"), leaf(q)) for n, (a, q) in dict(loads).items()]
     caps = [HeatCapacity(node(a, f"capacity {n!r}"), leaf(c))
             for n, (a, c) in dict(capacities).items()]
-    return ThermalNetwork(list(made.values()), conds, rads, bcs, qs, caps, tuple(made),
-                          tuple(dict(conduction)), tuple(dict(radiation)), tuple(dict(fixed)),
-                          tuple(dict(loads)), tuple(dict(capacities)))
+    for name, c in zip(dict(conduction), conds):
+        if _known_negative(c.G):
+            raise ValueError(f"conduction {name!r} has a negative conductance G = {float(c.G)} "
+                             "W/K (heat would flow from cold to hot); give G >= 0")
+    net = ThermalNetwork(list(made.values()), conds, rads, bcs, qs, caps, tuple(made),
+                         tuple(dict(conduction)), tuple(dict(radiation)), tuple(dict(fixed)),
+                         tuple(dict(loads)), tuple(dict(capacities)))
+    check_anchored(net, transient=True)
+    return net
+
+
+def _check_names(nodes, conduction, radiation, fixed, loads) -> None:
+    """Node names listed twice, or one name in two of the groups that results and sweeps
+    look up by name (a conduction and a radiation link, a load and a boundary)."""
+    if not isinstance(nodes, Mapping):
+        twice = repeated_name({"nodes": list(nodes)})
+        if twice:
+            raise ValueError(f"node {twice[0]!r} is listed twice; give every node its own name")
+    twice = repeated_name({"conduction": list(dict(conduction)),
+                           "radiation": list(dict(radiation)), "fixed": list(dict(fixed)),
+                           "loads": list(dict(loads))})
+    if twice:
+        raise ValueError(f"the name {twice[0]!r} is used by both {twice[1]} and {twice[2]}; "
+                         "results and sweeps look entries up by name: give each its own")
+
+
+def _known_negative(value) -> bool:
+    """True if ``value`` has a value and it is negative (a traced one is unknown)."""
+    try:
+        return bool(np.any(np.asarray(value) < 0))
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return False
 
 
 def _conductance_scale(conds, rads, temperatures) -> jax.Array:
@@ -71,6 +105,8 @@ def _conductance_scale(conds, rads, temperatures) -> jax.Array:
 
 def read_thermal(path_or_text: str | os.PathLike) -> ThermalNetwork:
     """The thermal network graph of a JSON file (format in ``_reader``); errors name the file
-    and the key path of the bad entry."""
-    data = read_thermal_data(path_or_text).entries()
-    return build_thermal(data.pop("nodes"), **data)
+    and the key path of the bad entry (``.fixed`` for parts without a fixed temperature)."""
+    data = read_thermal_data(path_or_text)
+    check_file_anchored(data)
+    entries = data.entries()
+    return build_thermal(entries.pop("nodes"), **entries)

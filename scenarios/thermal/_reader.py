@@ -10,11 +10,16 @@ JSON format (``scenarios/data/thermal/shielded_plates.json``; SI units: K, W, W/
      "loads": {"heater": {"node": "hot", "Q": 200.0}}}
 
 ``nodes`` may also be a list of names (start 300 K); ``view_factor`` and ``area_ratio``
-default to 1 (parallel plates).
+default to 1 (parallel plates). Conductances are positive (no link: leave it out), and the
+names of the conduction, radiation, fixed and loads entries are distinct (results and sweeps
+take them). That every connected part of the network holds a fixed-temperature node is
+checked by ``read_thermal`` (``_checks.check_file_anchored``: a graph search, which this
+JAX-free module does not import).
 """
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass
 
 from .._spec_input import Spec
@@ -36,6 +41,8 @@ class ThermalData:
     radiation: tuple
     fixed: tuple
     loads: tuple
+    #: The file name (``"<json>"`` for text) for messages.
+    source: str = "<json>"
 
     def entries(self) -> dict:
         """The arguments of ``build_thermal`` (name -> entry mappings)."""
@@ -54,7 +61,7 @@ def read_thermal_data(path_or_text: str | os.PathLike) -> ThermalData:
         w = f".conduction.{name}"
         e = spec.entry(value, w, ("a", "b", "G"))
         conduction[name] = (spec.ref(e, "a", w, nodes, "node"), spec.ref(e, "b", w, nodes, "node"),
-                            spec.number(e, "G", w, unit="W/K"))
+                            spec.number(e, "G", w, positive=True, unit="W/K"))
     for name, value in spec.section("radiation").items():
         radiation[name] = _radiation(spec, name, value, nodes)
     for name, value in spec.section("fixed").items():
@@ -66,15 +73,23 @@ def read_thermal_data(path_or_text: str | os.PathLike) -> ThermalData:
         w = f".loads.{name}"
         e = spec.entry(value, w, ("node", "Q"))
         loads[name] = (spec.ref(e, "node", w, nodes, "node"), spec.number(e, "Q", w, unit="W"))
+    spec.distinct(("conduction", "radiation", "fixed", "loads"),
+                  {"conduction": conduction, "radiation": radiation, "fixed": fixed,
+                   "loads": loads})
     if not fixed:
         raise spec.fail(".fixed", "no fixed-temperature boundary",
                         "a steady state needs at least one node held at a temperature")
-    return ThermalData(*(tuple(d.items()) for d in (nodes, conduction, radiation, fixed, loads)))
+    return ThermalData(*(tuple(d.items()) for d in (nodes, conduction, radiation, fixed, loads)),
+                       source=spec.name)
 
 
 def _nodes(spec: Spec) -> dict:
     raw = spec.doc.get("nodes")
     if isinstance(raw, list) and raw and all(isinstance(n, str) for n in raw):
+        twice = next((n for n, count in Counter(raw).items() if count > 1), None)
+        if twice is not None:
+            raise spec.fail(".nodes", f"node {twice!r} is listed twice",
+                            "give every node its own name")
         return {n: 300.0 for n in raw}
     if not isinstance(raw, dict) or not raw:
         raise spec.fail(".nodes", "expected a list of node names or an object name: start T",

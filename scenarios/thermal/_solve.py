@@ -13,6 +13,7 @@ import solvers
 from .._cli_report import solve_status
 from .._sweep_table import SweepTable, sweep_arrays
 from .._tables import PointTable
+from ._checks import check_anchored
 from ._model import ThermalNetwork
 
 __all__ = ["ThermalResult", "ThermalSweep", "solve_thermal", "sweep_thermal", "parameter_path"]
@@ -98,7 +99,9 @@ class ThermalSweep(SweepTable):
 
 
 def solve_thermal(net: ThermalNetwork, solver: Any = None) -> ThermalResult:
-    """Steady-state temperatures of ``net`` (one Newton-family solve of the whole graph)."""
+    """Steady-state temperatures of ``net`` (one Newton-family solve of the whole graph).
+    Raises ``IslandError`` for a connected part without a fixed temperature (undefined)."""
+    check_anchored(net)
     solution = solvers.solve(net, solver=solver)
     return ThermalResult(solution.system, solution)
 
@@ -120,6 +123,7 @@ def parameter_path(net: ThermalNetwork, name: str) -> str:
 def sweep_thermal(net: ThermalNetwork, param: str, values, solver: Any = None,
                   progress: bool | None = None) -> ThermalSweep:
     """Solve for every value of ``param`` (see :func:`parameter_path`) with ``solve_batch``."""
+    check_anchored(net)
     path = parameter_path(net, param)
     values = np.asarray(values, dtype=float)
     columns = {k: v for k, v in _columns(net).items() if v}

@@ -10,6 +10,7 @@ import numpy as np
 import solvers
 
 from .._trajectories import trajectories
+from ._checks import check_anchored
 from ._model import ThermalNetwork
 
 __all__ = ["ThermalTransient", "simulate_thermal"]
@@ -40,6 +41,8 @@ def simulate_thermal(network: ThermalNetwork, times, *, initial: str = "given",
     if not network.capacities:
         raise ValueError("the network has no heat capacities, so it has no dynamics: add "
                          "capacities={name: (node, C)} to build_thermal")
+    if initial == "dc":  # a steady state needs a fixed temperature in every part
+        check_anchored(network)
     cfg = integrator or solvers.Integrator(rtol=1e-6, atol=1e-6)
     times = np.asarray(times, dtype=float)
     sol = solvers.simulate(network, times, integrator=cfg, initial=initial)

@@ -13,10 +13,13 @@ from ._reader import TrussData, read_truss_data
 from ._model import Bar, Load, Support, Truss, TrussNode, axial_force
 from ._run import EXAMPLE, run
 from ._solve import TrussResult, TrussSweep, parameter_path, solve_truss, sweep_truss
+from ._stability import MechanismError
+from ._tolerance import default_solver, force_tolerance
 
 __all__ = [
     "EXAMPLE", "Bar", "FormatError", "Load", "Report", "Support", "SweepSpec", "Truss",
     "TrussData", "TrussNode", "TrussResult", "TrussSweep", "axial_force", "build_truss",
+    "MechanismError", "default_solver", "force_tolerance",
     "parameter_path", "read_truss", "read_truss_data", "run", "solve_truss", "sweep_truss",
     "von_mises_limit", "von_mises_load",
 ]

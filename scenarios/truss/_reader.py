@@ -8,7 +8,9 @@ JSON format (``scenarios/data/truss/von_mises.json``; SI units: m, N)::
      "loads": {"P": {"node": "apex", "force": [0.0, -1.0]}}}
 
 A bar's ``L0`` defaults to the distance between its nodes (stress-free in the reference
-geometry); a support's ``prescribed`` displacement defaults to zero.
+geometry); its nodes must be at distinct places (a bar's direction is undefined otherwise).
+A support's ``prescribed`` displacement defaults to zero and is nonzero only on components it
+fixes; no two supports fix the same component of a node.
 """
 from __future__ import annotations
 
@@ -51,17 +53,15 @@ def read_truss_data(path_or_text: str | os.PathLike) -> TrussData:
         w = f".bars.{name}"
         e = spec.entry(value, w, ("a", "b", "EA", "L0"))
         a, b = spec.ref(e, "a", w, nodes, "node"), spec.ref(e, "b", w, nodes, "node")
-        if a == b or ("L0" not in e and nodes[a] == nodes[b]):
-            raise spec.fail(w, f"bar joins {a!r} to itself or to a node at the same place",
-                            "connect two distinct nodes, or give a positive L0")
+        if a == b or nodes[a] == nodes[b]:
+            raise spec.fail(w, f"bar joins {a!r} to itself or to a node at the same place, "
+                            "so its direction is undefined",
+                            "connect two nodes at distinct positions (an L0 does not help)")
         extra = (spec.number(e, "L0", w, positive=True, unit="m"),) if "L0" in e else ()
         bars[name] = (a, b, spec.number(e, "EA", w, positive=True, unit="N"), *extra)
+    held: dict = {}  # (node, component) -> the support that fixes it
     for name, value in spec.section("supports", required=True).items():
-        w = f".supports.{name}"
-        e = spec.entry(value, w, ("node", "fixed", "prescribed"))
-        supports[name] = (spec.ref(e, "node", w, nodes, "node"),
-                          tuple(spec.vector(e, "fixed", w, 2, kind=bool)),
-                          tuple(spec.vector(e, "prescribed", w, 2, default=(0.0, 0.0), unit="m")))
+        supports[name] = _support(spec, name, value, nodes, held)
     for name, value in spec.section("loads").items():
         w = f".loads.{name}"
         e = spec.entry(value, w, ("node", "force"))
@@ -69,3 +69,27 @@ def read_truss_data(path_or_text: str | os.PathLike) -> TrussData:
                        tuple(spec.vector(e, "force", w, 2, unit="N")))
     return TrussData(tuple(nodes.items()), tuple(bars.items()), tuple(supports.items()),
                      tuple(loads.items()))
+
+
+def _support(spec: Spec, name: str, value, nodes: dict, held: dict) -> tuple:
+    """One support entry; ``held`` collects the fixed (node, component) pairs so far."""
+    w = f".supports.{name}"
+    e = spec.entry(value, w, ("node", "fixed", "prescribed"))
+    node = spec.ref(e, "node", w, nodes, "node")
+    fixed = tuple(spec.vector(e, "fixed", w, 2, kind=bool))
+    prescribed = tuple(spec.vector(e, "prescribed", w, 2, default=(0.0, 0.0), unit="m"))
+    if not any(fixed):
+        raise spec.fail(f"{w}.fixed", "the support fixes neither ux nor uy, so it holds nothing",
+                        "set fixed to true for the component(s) it holds, or remove it")
+    for k, comp in enumerate(("ux", "uy")):
+        if prescribed[k] != 0.0 and not fixed[k]:
+            raise spec.fail(f"{w}.prescribed", f"{comp} = {prescribed[k]} is prescribed on a "
+                            "component the support leaves free, so it would be ignored",
+                            f"set fixed[{k}] to true to prescribe {comp}, or give 0")
+        if fixed[k] and (node, k) in held:
+            raise spec.fail(f"{w}.fixed", f"{comp} of node {node!r} is already fixed by "
+                            f"support {held[node, k]!r} (two equations for one displacement)",
+                            "fix each component of a node in one support only")
+        if fixed[k]:
+            held[node, k] = name
+    return node, fixed, prescribed

@@ -5,6 +5,7 @@ import dataclasses
 import functools
 from typing import Any
 
+import jax
 import numpy as np
 
 import solvers
@@ -13,8 +14,11 @@ from .._cli_report import solve_status
 from .._sweep_table import SweepTable, sweep_arrays
 from .._tables import PointTable
 from ._model import Truss, axial_force
+from ._stability import check_stable
+from ._tolerance import RTOL, default_solver, force_tolerance
 
-__all__ = ["TrussResult", "TrussSweep", "solve_truss", "sweep_truss", "parameter_path"]
+__all__ = ["TrussResult", "TrussSweep", "default_solver", "force_tolerance", "solve_truss",
+           "sweep_truss", "parameter_path", "RTOL"]
 
 #: Table columns: displacements ``ux[node]``, ``uy[node]`` (m), axial forces ``N[bar]`` (N),
 #: support reactions ``Rx[support]``, ``Ry[support]`` (N).
@@ -94,9 +98,24 @@ class TrussSweep(SweepTable):
 
 
 def solve_truss(truss: Truss, solver: Any = None) -> TrussResult:
-    """Static equilibrium of ``truss`` with exact (large-displacement) kinematics."""
-    solution = solvers.solve(truss, solver=solver)
-    return TrussResult(solution.system, solution)
+    """Static equilibrium of ``truss`` with exact (large-displacement) kinematics. ``solver``
+    defaults to :func:`default_solver` (tolerance on the forces scaled to the truss). Raises
+    ``MechanismError`` if the equilibrium found is not stable (a mechanism, or one that only
+    unstable compression holds)."""
+    system = solvers.System.build(truss)
+    solution = solvers.solve(system, default_solver(truss, system) if solver is None else solver)
+    result = TrussResult(solution.system, solution)
+    if _concrete(solution.converged):
+        check_stable(solution.system, result)
+    return result
+
+
+def _concrete(flag) -> bool:
+    """``flag`` as a bool, False when it is traced (under ``jit``: no check)."""
+    try:
+        return bool(flag)
+    except (jax.errors.TracerBoolConversionError, jax.errors.ConcretizationTypeError):
+        return False
 
 
 def parameter_path(truss: Truss, name: str) -> tuple[str, int | None]:
@@ -129,7 +148,23 @@ def sweep_truss(truss: Truss, param: str, values, solver: Any = None,
         base = np.asarray(truss.supports[truss.support_names.index(param[:-3])].prescribed)
         batch = np.repeat(base[None, :], len(values), axis=0)
         batch[:, comp] = values
-    arrays = sweep_arrays(truss, {path: batch},
+    problem = truss
+    if solver is None:  # the tolerance also sees the largest swept load or displacement
+        problem = solvers.System.build(truss)
+        solver = default_solver(truss, problem, batch_size=len(values),
+                                swept=_swept_force(truss, param, comp, values))
+    arrays = sweep_arrays(problem, {path: batch},
                           lambda g: {k: v for k, v in _arrays(g).items() if k in columns},
                           solver=solver, progress=progress)
     return TrussSweep(param, values, columns, arrays)
+
+
+def _swept_force(truss: Truss, param: str, comp: int | None, values: np.ndarray) -> float:
+    """The largest force (N) a sweep point applies: a load times its largest factor, or the
+    stiffest bar's EA / L0 times the largest prescribed displacement."""
+    top = float(np.max(np.abs(values))) if values.size else 0.0
+    if comp is None:
+        load = truss.loads[truss.load_names.index(param)]
+        return top * float(np.max(np.abs(np.asarray(load.force))))
+    return top * max((float(np.max(np.asarray(b.EA) / np.asarray(b.L0))) for b in truss.bars),
+                     default=0.0)

@@ -265,12 +265,13 @@ class Output(NamedTuple):
 
 
 def _algebraic_points(s: State, tg, count):
-    """How many history points interpolate the algebraic unknowns at ``tg``: past the first
-    step after a breakpoint, not the breakpoint's state, which holds the sources' values
-    before a jump there (a step in a PWL, a pulse edge of zero rise): a polynomial through
-    it overshoots for several steps. The differential unknowns are continuous there."""
-    first_after = s.hist_t[jnp.clip(s.n_hist - 2, 0, HIST - 1)]
-    drop = ~s.at_break & (s.n_hist >= 2) & (s.n_hist <= HIST) & (tg > first_after)
+    """How many history points interpolate the algebraic unknowns at ``tg``: after a
+    breakpoint, not the breakpoint's state, which holds the sources' values before a jump
+    there (a step in a PWL, a pulse edge of zero rise); a polynomial through it is off by
+    the jump and overshoots for several steps. The points after it (one: a constant)
+    serve. The differential unknowns are continuous there."""
+    breakpoint_t = s.hist_t[jnp.clip(s.n_hist - 1, 0, HIST - 1)]
+    drop = ~s.at_break & (s.n_hist >= 2) & (s.n_hist <= HIST) & (tg > breakpoint_t)
     return jnp.where(drop, jnp.minimum(count, s.n_hist - 1), count)
 
 

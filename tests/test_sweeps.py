@@ -1,6 +1,7 @@
 """Sweeps in one process: results directories (resume, fingerprint refusal), per-process
 results, progress meters, the jax.distributed helper's checks and the member split."""
 
+import functools
 import json
 import logging
 import os
@@ -144,6 +145,32 @@ def test_a_static_function_that_computes_otherwise_is_another_model(tmp_path):
     np.testing.assert_allclose(again.x[:, 0], VALUES[:4])
     with pytest.raises(solvers.SweepMismatchError, match="structure differs"):
         _run_in(tmp_path, Lawful(jnp.asarray(1.0), law=lambda c: k * c))  # another closure
+
+
+def _scaled(c, k):
+    return k * c
+
+
+def test_statics_read_by_value_partials_arrays_and_objects(tmp_path):
+    """A partial's keywords, an array's middle, an object's attributes are part of the
+    fingerprint (they all read alike: 'functools.partial(dict())', an 8-digit repr, an
+    address); what cannot be read counts by its identity, so it never resumes elsewhere."""
+    from solvers.lowering._canonical import canonical
+
+    _run_in(tmp_path, Lawful(jnp.asarray(1.0), law=functools.partial(_scaled, k=1.0)))
+    with pytest.raises(solvers.SweepMismatchError, match="structure differs"):
+        _run_in(tmp_path, Lawful(jnp.asarray(1.0), law=functools.partial(_scaled, k=2.0)))
+    table = np.linspace(0.0, 1.0, 5000)
+    nudged = table.copy()
+    nudged[2500] += 1e-12
+    assert canonical(table) != canonical(nudged) and canonical(table) == canonical(table.copy())
+
+    class Holder:
+        def __init__(self, k):
+            self.k = k
+
+    assert canonical(Holder(1.0)) == canonical(Holder(1.0)) != canonical(Holder(2.0))
+    assert "in process" in canonical([].append)  # a built-in method: its identity
 
 
 def _element(scale: float):

@@ -5,23 +5,31 @@ model whose results a directory holds."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
+import inspect
+import os
 import types
 
+import jax
 import numpy as np
 
 from . import _kinds
 
 __all__ = ["canonical", "hooks_text"]
 
-_DEPTH = 8  # nesting read into; deeper values count by their type only
+_DEPTH = 8  # nesting read into; deeper values count by their identity (`_unreadable`)
 
 
 def canonical(value, depth: int = 0) -> str:
     """``value`` as text independent of the process: sets sorted (their repr follows the hash
-    seed), numpy scalars as Python numbers, functions by their code and the values they
-    close over, and objects whose repr is only an address by their attributes."""
+    seed), numpy scalars as Python numbers, arrays by a digest of their bytes, functions and
+    partials by their code and the values they hold, dataclasses and objects whose repr is
+    only an address by their fields. What cannot be read so counts by its identity in this
+    process: a results directory then resumes only there (never another model's results)."""
     if depth > _DEPTH:
-        return type(value).__qualname__
+        return _unreadable(value)
     inner = lambda v: canonical(v, depth + 1)  # noqa: E731
     if isinstance(value, (set, frozenset)):
         return "{" + ", ".join(sorted(map(inner, value))) + "}"
@@ -32,12 +40,35 @@ def canonical(value, depth: int = 0) -> str:
                                           for k, v in value.items())) + ")"
     if isinstance(value, np.generic):
         return repr(value.item())
+    if isinstance(value, (np.ndarray, jax.Array)):
+        data = np.ascontiguousarray(np.asarray(value))
+        return f"array({data.dtype.str}, {data.shape}, {hashlib.sha256(data.tobytes()).hexdigest()})"
     if isinstance(value, (types.FunctionType, types.MethodType)):
         return _function_text(value, depth)
+    if isinstance(value, functools.partial):
+        return f"partial({inner(value.func)}, {inner(value.args)}, {inner(value.keywords)})"
+    return _object_text(value, inner)
+
+
+def _object_text(value, inner) -> str:
+    """A dataclass by its fields, another object by its repr, or by its attributes where
+    the repr is only an address."""
+    name = f"{type(value).__module__}.{type(value).__qualname__}"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = ", ".join(f"{f.name}={inner(getattr(value, f.name))}"
+                           for f in dataclasses.fields(value))
+        return f"{name}({fields})"
     text = repr(value)
-    if " at 0x" in text and hasattr(value, "__dict__"):  # the default repr: an address
-        return f"{type(value).__module__}.{type(value).__qualname__}({inner(vars(value))})"
-    return text
+    if " at 0x" not in text:
+        return text
+    attributes = vars(value) if hasattr(value, "__dict__") else {}
+    text = f"{name}({inner(attributes)})" if attributes else ""
+    return text if text and " at 0x" not in text else _unreadable(value)
+
+
+def _unreadable(value) -> str:
+    """A value the text cannot describe: its identity in this process."""
+    return f"<{type(value).__qualname__} #{id(value)} in process {os.getpid()}>"
 
 
 def _function_text(fn, depth: int) -> str:
@@ -89,6 +120,9 @@ def hooks_text(cls: type) -> str:
     parts = []
     for name in _kinds.HOOKS:
         fn = getattr(cls, name, None)
-        if isinstance(fn, types.FunctionType):
-            parts.append(f"{name}={_function_text(fn, 0)}")
+        if fn is None:
+            continue
+        fn = inspect.unwrap(fn) if callable(fn) else fn  # a decorated hook: its function
+        text = _function_text(fn, 0) if isinstance(fn, types.FunctionType) else _unreadable(fn)
+        parts.append(f"{name}={text}")
     return "; ".join(parts)

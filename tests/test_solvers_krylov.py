@@ -84,10 +84,15 @@ def test_linear_solves_give_nan_and_a_code_when_stalled():
 
 
 def test_a_krylov_step_that_makes_no_progress_fails_whatever_its_atol():
-    # |F(1)| = 1 <= atol: GMRES stops at x = 0 at once; a zero Newton step is no step
-    sol = solvers.solve_flat(lambda x, p: x ** 2 - 2.0, jnp.ones(1), None,
-                             solver=solvers.Newton(linear_solver=solvers.GMRES(atol=10.0)))
-    assert int(sol.result) == FAILED and not bool(sol.converged)
+    # A Krylov atol above the method's: once |F| is below it the solve returns no step, and
+    # Newton could never reach its own atol; refused when made.
+    with pytest.raises(ValueError, match=r"GMRES\(atol=10\) is looser than Newton\(atol=1e-10\)"):
+        solvers.Newton(linear_solver=solvers.GMRES(atol=10.0))
+    # |b| = 1 <= atol: GMRES stops at x = 0 at once, which is no solve
+    loose = solvers.GMRES(atol=10.0)
+    _, op = loose.linearize(lambda x, p: x ** 2 - 2.0, jnp.ones(1), None)
+    out = loose.solve_with_result(op, jnp.ones(1))
+    assert int(out.result) == FAILED and bool(jnp.all(jnp.isnan(out.value)))
 
 
 def bratu(x, p):

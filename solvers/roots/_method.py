@@ -70,6 +70,7 @@ def check_linear_solver(method: Any, name: str = "linear_solver") -> None:
     """Raise a clear TypeError unless ``method.<name>`` is a linear solver object."""
     value = getattr(method, name)
     if isinstance(value, AbstractLinearSolver):
+        _check_linear_atol(method, value)
         return
     if isinstance(value, type) and issubclass(value, AbstractLinearSolver):
         hint = f"pass an instance: {name}=solvers.{value.__name__}()"
@@ -77,6 +78,18 @@ def check_linear_solver(method: Any, name: str = "linear_solver") -> None:
         hint = f"got {type(value).__name__}; pass e.g. {name}=solvers.DenseLU()"
     raise TypeError(f"{type(method).__name__}({name}=...) must be a linear solver object "
                     f"(solvers.DenseLU(), SparseLU(), GMRES(), ...): {hint}.")
+
+
+def _check_linear_atol(method: Any, solver: AbstractLinearSolver) -> None:
+    """A ValueError where the linear solver's absolute tolerance (a Krylov solver's) is
+    looser than the method's: once max|F| is below it the linear solve returns no step."""
+    inner, outer = getattr(solver, "atol", None), getattr(method, "atol", None)
+    if isinstance(inner, (int, float)) and isinstance(outer, (int, float)) and inner > outer:
+        raise ValueError(
+            f"{type(solver).__name__}(atol={inner:g}) is looser than "
+            f"{type(method).__name__}(atol={outer:g}): once max|F| falls below {inner:g} the "
+            f"linear solve returns no step, so the method cannot reach its atol. Give the "
+            f"linear solver atol <= {outer:g} (its default 0: the relative rtol alone).")
 
 
 def check_tolerances(method: Any, *names: str) -> None:

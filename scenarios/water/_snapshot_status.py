@@ -38,18 +38,26 @@ def snapshot_state(network: WaterNetwork) -> EPSState:
     return state
 
 
-def tank_limited(state: EPSState, graph: WaterGraph, value_of) -> tuple[str, ...]:
-    """Names of the links in ``graph`` that would fill a full tank or drain an empty one;
-    ``value_of(leaf)``: one member's value of a graph leaf (its solved flows in m3/s; its
-    tank levels in m decide which tanks are full, as a sweep or an edit may set them)."""
+def _solved_flows(state: EPSState, graph: WaterGraph, value_of) -> np.ndarray:
+    """The flows (m3/s) of ``state``'s links in a solved ``graph``, after setting ``state``'s
+    tank volumes from the graph's levels (as a sweep or an edit may set them)."""
     for name, i in state.tank_index.items():
         if name in graph.tanks:
             state.volume[i] = state.volume_at(i, value_of(graph.tanks[name].level))
     links = {**graph.pipes, **graph.pumps}
-    flows = np.asarray([value_of(links[link.name].flow) if link.name in links else 0.0
-                        for link in state.links])
-    closed = tank_closures(state, flows)
+    return np.asarray([value_of(links[link.name].flow) if link.name in links else 0.0
+                       for link in state.links])
+
+
+def _names(state: EPSState, closed: np.ndarray) -> tuple[str, ...]:
     return tuple(link.name for link, c in zip(state.links, closed) if c)
+
+
+def tank_limited(state: EPSState, graph: WaterGraph, value_of) -> tuple[str, ...]:
+    """Names of the links in ``graph`` that would fill a full tank or drain an empty one;
+    ``value_of(leaf)``: one member's value of a graph leaf (its solved flows in m3/s; its
+    tank levels in m decide which tanks are full)."""
+    return _names(state, tank_closures(state, _solved_flows(state, graph, value_of)))
 
 
 def status_closed(state: EPSState, graph: WaterGraph, held: tuple) -> tuple[str, ...]:
@@ -57,17 +65,11 @@ def status_closed(state: EPSState, graph: WaterGraph, held: tuple) -> tuple[str,
     closed (``held``: the names closed while it was solved; a closed check valve stays closed
     while its head difference is within tolerance)."""
     value_of = lambda leaf: float(np.asarray(leaf))  # noqa: E731
-    for name, i in state.tank_index.items():
-        if name in graph.tanks:
-            state.volume[i] = state.volume_at(i, value_of(graph.tanks[name].level))
+    flows = _solved_flows(state, graph, value_of)
     nodes = {**graph.junctions, **graph.reservoirs, **graph.tanks}
     heads = {name: value_of(node.head) for name, node in nodes.items()}
-    links = {**graph.pipes, **graph.pumps}
-    flows = np.asarray([value_of(links[link.name].flow) if link.name in links else 0.0
-                        for link in state.links])
     was = np.asarray([link.name in held for link in state.links])
-    closed = held_closed(state, heads, flows, was)
-    return tuple(link.name for link, c in zip(state.links, closed) if c)
+    return _names(state, held_closed(state, heads, flows, was))
 
 
 def closed_graph(graph: WaterGraph, names: tuple, ratio: float) -> WaterGraph:

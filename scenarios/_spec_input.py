@@ -9,12 +9,35 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from typing import Any, Iterable
 
 from ._errors import FormatError
 from ._source import read_source
 
 __all__ = ["Spec"]
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list) -> dict:
+    """A JSON object, refusing a key given twice (``json`` silently keeps the last)."""
+    doc = {}
+    for key, value in pairs:
+        if key in doc:
+            raise _RepeatedKey(key)
+        doc[key] = value
+    return doc
+
+
+def _second_line(text: str, key: str) -> int | None:
+    """The line of ``key``'s second appearance as a JSON key (for the message)."""
+    hits = [m.start() for m in re.finditer(re.escape(json.dumps(key)) + r"\s*:", text)]
+    return text.count("\n", 0, hits[1]) + 1 if len(hits) > 1 else None
 
 
 class Spec:
@@ -32,10 +55,14 @@ class Spec:
             raise FormatError(str(path_or_text), None, f"cannot read the {kind} file "
                               f"({err.strerror or err})", "check the path") from None
         try:
-            doc = json.loads(text)
+            doc = json.loads(text, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as err:
             raise FormatError(name, err.lineno, f"invalid JSON ({err.msg}, column {err.colno})",
                               f"a {kind} file is one JSON object") from None
+        except _RepeatedKey as err:
+            raise FormatError(name, _second_line(text, err.key), f"the key {err.key!r} appears "
+                              "twice in one object (JSON would keep only the last)",
+                              "give each entry its own name") from None
         if not isinstance(doc, dict):
             raise FormatError(name, 1, f"expected a JSON object, got {type(doc).__name__}",
                               f"a {kind} file is one JSON object of named sections")

@@ -83,3 +83,12 @@ def test_builder_refuses_repeated_names_and_negative_conductance():
         th.build_thermal(["a", "a", "b"], conduction={"ab": ("a", "b", 0.5)}, fixed=fixed)
     with pytest.raises(ValueError, match="negative conductance G = -2.0"):
         th.build_thermal(["a", "b"], conduction={"ab": ("a", "b", -2.0)}, fixed=fixed)
+
+
+def test_a_key_given_twice_in_one_object_is_refused_at_its_line():
+    # json.loads keeps the last of two "link" entries: one conductance vanished silently
+    text = ('{"nodes": ["a", "b"],\n "conduction": {"link": {"a": "a", "b": "b", "G": 1},\n'
+            '  "link": {"a": "a", "b": "b", "G": 2}},\n "fixed": {"s": {"node": "a", "T": 300}}}\n')
+    with pytest.raises(th.FormatError, match=r"<json>:3: the key 'link' appears twice in one "
+                       r"object \(JSON would keep only the last\)"):
+        th.read_thermal(text)

@@ -35,9 +35,10 @@ def _unique_keys(pairs: list) -> dict:
 
 
 def _second_line(text: str, key: str) -> int | None:
-    """The line of ``key``'s second appearance as a JSON key (for the message)."""
+    """The line of ``key``'s second appearance as a JSON key, where it appears exactly twice
+    in the file (else None: another object may hold it legitimately)."""
     hits = [m.start() for m in re.finditer(re.escape(json.dumps(key)) + r"\s*:", text)]
-    return text.count("\n", 0, hits[1]) + 1 if len(hits) > 1 else None
+    return text.count("\n", 0, hits[1]) + 1 if len(hits) == 2 else None
 
 
 class Spec:

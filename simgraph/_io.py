@@ -27,6 +27,7 @@ import numpy as np
 from . import _registry, _tables
 from ._errors import GraphFileError, GraphTypeError, at
 from ._node import ReffableTreeNode, check_fields
+from ._query import require_node
 
 FORMAT = "simgraph-graph"
 #: Written when the file holds an array of a named (ml_dtypes) dtype, so that an older simgraph
@@ -65,9 +66,7 @@ def save(path: str | os.PathLike, graph: Any) -> None:
     :class:`GraphFileError` naming its key path, and nothing is written. A root that is not a
     node raises :class:`GraphTypeError`.
     """
-    if not isinstance(graph, ReffableTreeNode):
-        raise GraphTypeError(f"save needs a graph's root node (a ReffableTreeNode), got "
-                             f"{type(graph).__name__}. Save each node, or hold them in one node.")
+    require_node(graph, "a graph's root node to save")
     children, entries, nodes = _tables.walk(graph)
     paths = [jax.tree_util.keystr(p) for p in _tables.node_paths(entries, children)]
     index = {id(n): k for k, n in enumerate(nodes)}

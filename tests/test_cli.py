@@ -69,6 +69,7 @@ def test_run_thermal_sweep_writes_json_and_plot(capsys, tmp_path):
 @pytest.mark.parametrize("argv, point", [
     (["equations", "--sweep", "m=-1:1:3"], "m = 0"),  # x = c / m has no root at m = 0
     (["powerflow", "--sweep", "load_scale=1:6:3"], "load_scale = 3.5, 6"),  # past the nose
+    (["thermal", "--sweep", "heater=0:-1e12:3"], "heater = -5e+11, -1e+12"),  # T^4 below 0
 ])
 def test_a_sweep_names_the_points_that_did_not_converge(capsys, argv, point):
     # The table's first .. last values mixed in failed points without saying which.

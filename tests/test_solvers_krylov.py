@@ -143,8 +143,16 @@ def test_implicit_derivative_is_nan_when_the_krylov_solve_for_it_stalls():
     (lambda: solvers.GMRES(max_iters=True), TypeError, "max_iters must be an integer"),
     (lambda: solvers.BiCGStab(rtol=0.0), ValueError, "rtol > 0"),
     (lambda: solvers.GMRES(fail_factor=0.5), ValueError, "fail_factor must be >= 1"),
+    # SparseKrylov shares the checks (restart=0 ended in IndexError inside the solve)
+    (lambda: solvers.SparseKrylov([0, 1], [0, 1], (2, 2), restart=0), ValueError,
+     r"SparseKrylov\(restart=0\): restart must be >= 1"),
+    (lambda: solvers.SparseKrylov([0, 1], [0, 1], (2, 2), maxiter=0), ValueError,
+     "maxiter must be >= 1"),
+    (lambda: solvers.SparseKrylov([0, 1], [0, 1], (2, 2), rtol=-1.0), ValueError,
+     "rtol must be a finite number >= 0"),
 ], ids=["restart0", "restart-float", "rtol-negative", "atol-nan", "rtol-str", "iters0",
-        "iters-negative", "iters-bool", "no-tolerance", "fail-factor"])
+        "iters-negative", "iters-bool", "no-tolerance", "fail-factor", "sparse-restart0",
+        "sparse-iters0", "sparse-rtol"])
 def test_bad_configuration_is_refused_at_construction(make, error, match):
     with pytest.raises(error, match=match):
         make()

@@ -30,7 +30,7 @@ from ._elements import Circuit
 from ._netlist import GROUND, SPICE_METHODS, Netlist, Transient
 from ._netlist import CurrentSource as CurrentSourceCard
 from ._netlist import Resistor as ResistorCard
-from ._solve import default_solver
+from ._solve import default_solver, solve_circuit
 from ._spice_reader import read_netlist
 from ._topology import CircuitError
 from ._tran_messages import deck_message
@@ -163,18 +163,16 @@ def _held_operating_point(netlist: Netlist, tran: Transient):
                  CurrentSourceCard(f"I#ic{k}", GROUND, node, value / r)]
     dc = dataclasses.replace(netlist, elements=netlist.elements + tuple(held),
                              initial_conditions={})
-    system = solvers.System.build(build_circuit(dc, transient=tran))
-    solution = solvers.solve(system, default_solver(system))
-    if not bool(np.all(np.asarray(solution.converged))):
+    point = solve_circuit(build_circuit(dc, transient=tran))
+    if not point.converged:
         raise solvers.SolveError(f"the operating point with .ic held did not converge: "
-                                 f"{solution.message()}")
-    graph = system.to_graph(solution.x)
+                                 f"{point.message()}")
     vntol, reltol = _option(netlist, "vntol", 1e-6), _option(netlist, "reltol", 1e-3)
     for node, value in ic.items():
-        got = float(np.asarray(graph.nodes[node].v))
+        got = point.voltage(node)
         if abs(got - value) > vntol + reltol * abs(value):
             raise _unheld(node, value, got)
-    return system, solution.x
+    return solvers.System.build(point.names), point.solution.x  # the build is a cache hit
 
 
 def _unheld(node: str, value: float, got: float) -> CircuitError:

@@ -5,8 +5,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .._cli_report import (Report, SweepSpec, named_rows, plot_bars, plot_lines, sweep_rows,
-                           sweep_span)
+from .._cli_report import (Report, SweepSpec, failed_note, named_rows, plot_bars, plot_lines,
+                           sweep_rows, sweep_span)
 from ._build import read_thermal
 from ._solve import ThermalSweep, solve_thermal, sweep_thermal
 
@@ -54,4 +54,5 @@ def _sweep_report(net, result: ThermalSweep, solver) -> Report:
 
     return Report.from_doc("thermal", result.to_json(), rows, solver, draw,
                            tables=lambda: {"thermal": result.to_frame()},
-                           title=f"thermal network, batched sweep of {param}")
+                           title=f"thermal network, batched sweep of {param}",
+                           notes=failed_note(param, result.values, result.arrays["converged"]))

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._cli_report import Report, SweepSpec, named_rows, sweep_rows, sweep_span
+from .._cli_report import Report, SweepSpec, failed_note, named_rows, sweep_rows, sweep_span
 from ._build import read_truss
 from ._solve import TrussSweep, solve_truss, sweep_truss
 
@@ -74,7 +74,8 @@ def _sweep_report(truss, result: TrussSweep, solver) -> Report:
 
     return Report.from_doc("truss", result.to_json(), rows, solver, draw,
                            tables=lambda: {"truss": result.to_frame()},
-                           title=f"truss, batched sweep of {param}")
+                           title=f"truss, batched sweep of {param}",
+                           notes=failed_note(param, result.values, result.arrays["converged"]))
 
 
 def _watched_node(truss, param: str) -> str:

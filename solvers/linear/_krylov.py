@@ -58,6 +58,26 @@ def _check_tolerance(solver, name: str) -> float:
     return float(value)
 
 
+ITERS_HINT = "a Krylov solve with no iterations can never succeed; e.g. max_iters=200"
+RESTART_HINT = "the Krylov subspace size between restarts, e.g. restart=30"
+
+
+def check_krylov_settings(solver, counts: dict) -> None:
+    """Check (and store as plain numbers) a Krylov solver's ``rtol``, ``atol``,
+    ``fail_factor`` and the integer settings ``counts`` (name -> hint), when it is made."""
+    for name in ("rtol", "atol", "fail_factor"):
+        object.__setattr__(solver, name, _check_tolerance(solver, name))
+    if solver.rtol == 0 and solver.atol == 0:
+        raise ValueError(f"{type(solver).__name__}(rtol=0, atol=0) sets no tolerance to "
+                         "stop at; give rtol > 0 (e.g. rtol=1e-10) or atol > 0.")
+    if solver.fail_factor < 1:
+        raise ValueError(f"{type(solver).__name__}(fail_factor={solver.fail_factor!r}): "
+                         "fail_factor must be >= 1 (it loosens the tolerance by which "
+                         "a finished solve is judged failed), e.g. fail_factor=1e3.")
+    for name, hint in counts.items():
+        object.__setattr__(solver, name, _check_count(solver, name, hint))
+
+
 def _check_count(solver, name: str, hint: str) -> int:
     value = getattr(solver, name)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -101,20 +121,8 @@ class _AbstractKrylov(AbstractLinearSolver):
     max_iters: int = 200
     fail_factor: float = dataclasses.field(default=1e3, kw_only=True)
 
-    _ITERS_HINT = "a Krylov solve with no iterations can never succeed; e.g. max_iters=200"
-
     def __post_init__(self):
-        for name in ("rtol", "atol", "fail_factor"):
-            object.__setattr__(self, name, _check_tolerance(self, name))
-        if self.rtol == 0 and self.atol == 0:
-            raise ValueError(f"{type(self).__name__}(rtol=0, atol=0) sets no tolerance to "
-                             "stop at; give rtol > 0 (e.g. rtol=1e-10) or atol > 0.")
-        if self.fail_factor < 1:
-            raise ValueError(f"{type(self).__name__}(fail_factor={self.fail_factor!r}): "
-                             "fail_factor must be >= 1 (it loosens the tolerance by which "
-                             "a finished solve is judged failed), e.g. fail_factor=1e3.")
-        object.__setattr__(self, "max_iters",
-                           _check_count(self, "max_iters", self._ITERS_HINT))
+        check_krylov_settings(self, {"max_iters": ITERS_HINT})
 
     def linearize(self, fn: Residual, x: jax.Array, params: Any):
         f = fn(x, params)
@@ -168,8 +176,7 @@ class GMRES(_AbstractKrylov):
 
     def __post_init__(self):
         super().__post_init__()
-        object.__setattr__(self, "restart", _check_count(
-            self, "restart", "the Krylov subspace size between restarts, e.g. restart=30"))
+        object.__setattr__(self, "restart", _check_count(self, "restart", RESTART_HINT))
 
     def _krylov(self, apply, b):
         x, _ = jssl.gmres(apply, b, tol=krylov_rtol(self.rtol, b.dtype), atol=self.atol,

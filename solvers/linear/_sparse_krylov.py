@@ -19,7 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.sparse import linalg as jsla
 
-from ._krylov import krylov_result, krylov_rtol
+from ._krylov import (ITERS_HINT, RESTART_HINT, check_krylov_settings, krylov_result,
+                      krylov_rtol)
 from ._sparse import _AbstractSparseSolver, as_pattern
 from ._sparse_jacobian import SparseOperator
 from ._sparse_lu import factor, triangular_solve
@@ -59,11 +60,12 @@ class SparseKrylov(_AbstractSparseSolver):
         if preconditioner not in _PRECONDITIONERS:
             raise ValueError(f"preconditioner must be one of {_PRECONDITIONERS}, got "
                              f"{preconditioner!r}.")
-        opts = dict(method=method, preconditioner=preconditioner,
-                    rtol=float(rtol), atol=float(atol), restart=int(restart),
-                    maxiter=int(maxiter), fail_factor=float(fail_factor))
+        opts = dict(method=method, preconditioner=preconditioner, rtol=rtol, atol=atol,
+                    restart=restart, maxiter=maxiter, fail_factor=fail_factor)
         for name, val in opts.items():
             object.__setattr__(self, name, val)
+        check_krylov_settings(self, {"restart": RESTART_HINT,
+                                     "maxiter": ITERS_HINT.replace("max_iters", "maxiter")})
         self._bind_pattern(as_pattern(rows, cols, shape))
 
     def _options(self):

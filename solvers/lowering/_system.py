@@ -43,7 +43,7 @@ class _Structure:
         self.paths = Paths(self)
         self.element = None  # `element_jacobian`, built on first use
         self.has_step_limit = any(k.method("step_limit") is not None for k in an.kinds)
-        self._hook_probe = _kinds.HookProbe(k.cls for k in an.kinds)
+        self.refresh_hooks()
 
     def persistent_key(self) -> tuple:
         """What the lowering depends on, as values a digest reads alike in any process (class

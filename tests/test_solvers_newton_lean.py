@@ -21,12 +21,39 @@ def test_one_jacobian_and_one_trial_per_accepted_step():
 
 
 def test_residual_traced_once_per_role():
-    # F(x0), the linearization (jvp: sinh and cosh) and the line search's trial point: a
-    # line search that traced the full step and the backtracking trials apart shows 4.
+    # F(x0), the linearization (jvp: sinh and cosh), the line search's full step and its
+    # backtracking trials: one trace each. The full step sits outside the backtracking loop
+    # (a trip through a loop body costs several times the same work inline).
     method = solvers.Newton(watchdog=4)
     jaxpr = jax.make_jaxpr(lambda x0, c: method.solve(FlatProblem(sinh_residual), x0, c).x)(
         jnp.zeros(3), jnp.ones(3))
-    assert str(jaxpr).count("sinh") == 3
+    assert str(jaxpr).count("sinh") == 4
+
+
+def test_accepted_full_step_never_enters_the_backtracking_loop():
+    # The backtracking loop sits in a cond taken only when the full step fails: Newton's
+    # loop body then holds no nested loop on the usual path.
+    from jax.extend.core import jaxprs_in_params
+
+    from solvers.roots._line_search import backtrack, half_sq_norm
+
+    def search(x, c):
+        f = sinh_residual(x, c)
+        phi = half_sq_norm(f)
+        return backtrack(sinh_residual, x, -f, c, phi, -2.0 * phi).alpha
+
+    eqns = jax.make_jaxpr(search)(jnp.zeros(3), jnp.ones(3)).jaxpr.eqns
+    assert [e.primitive.name for e in eqns if e.primitive.name in ("while", "cond")] == ["cond"]
+    cond = next(e for e in eqns if e.primitive.name == "cond")
+    inner = [e.primitive.name for b in cond.params["branches"] for e in b.jaxpr.eqns]
+    assert "while" in inner
+    # a failing full step still backtracks: x^2 - 1 from x = 3 with a step of -8
+    quad = lambda x, _: x * x - 1.0  # noqa: E731
+    x = jnp.asarray([3.0])
+    dx, f = jnp.asarray([-8.0]), quad(x, None)
+    slope = jnp.sum(f * (2.0 * x * dx))  # F . (J dx)
+    found = backtrack(quad, x, dx, None, half_sq_norm(f), slope)
+    assert bool(found.ok) and float(found.alpha) < 1.0 and int(found.num_fev) > 1
 
 
 def _flops(fn, *args) -> float:

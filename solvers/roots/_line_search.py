@@ -45,22 +45,23 @@ def backtrack(fn, x, dx, params: Any, phi0, slope, *, max_backtracks: int = 30,
 
     descent = (slope < 0) & active
     one = jnp.ones_like(phi0)
-    # A do-while over trials (the full step first): F appears once in the traced program.
-    out = jax.eval_shape(fn, x, params)
-    start = LineSearchResult(one, jnp.zeros(out.shape, out.dtype), jnp.full_like(phi0, jnp.inf),
-                             jnp.zeros((), bool), jnp.zeros((), bool), jnp.zeros((), jnp.int32))
+    # The full step is tried outside the loop: a step that is accepted (most of Newton's)
+    # never enters it, and a trip through a loop body costs several times the same work
+    # inline (on CPU ~8 us for a 10-node ladder's F against ~1 us).
+    f, phi = trial(one)
+    first = LineSearchResult(one, f, phi, accepted(one, phi) & descent, jnp.isfinite(phi),
+                             jnp.ones((), jnp.int32))
 
     def cond(state):
-        return (state.num_fev == 0) | (~state.ok & descent & (state.num_fev <= max_backtracks))
+        return ~state.ok & descent & (state.num_fev <= max_backtracks)
 
     def body(state):
         a, phi = state.alpha, state.phi
         denom = 2.0 * (phi - phi0 - slope * a)
         quad = jnp.where(denom > 0, -slope * a * a / jnp.where(denom > 0, denom, 1.0), 0.5 * a)
-        shrunk = jnp.where(jnp.isfinite(phi), jnp.clip(quad, 0.1 * a, 0.5 * a), 0.1 * a)
-        new_a = jnp.where(state.num_fev == 0, one, shrunk)
+        new_a = jnp.where(jnp.isfinite(phi), jnp.clip(quad, 0.1 * a, 0.5 * a), 0.1 * a)
         f, new_phi = trial(new_a)
         return LineSearchResult(new_a, f, new_phi, accepted(new_a, new_phi) & descent,
                                 state.any_finite | jnp.isfinite(new_phi), state.num_fev + 1)
 
-    return lax.while_loop(cond, body, start)
+    return lax.cond(cond(first), lambda: lax.while_loop(cond, body, first), lambda: first)

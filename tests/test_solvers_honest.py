@@ -363,6 +363,21 @@ def test_homotopy_refuses_the_end_of_a_path_that_is_not_the_problem():
     assert bool(right.converged) and float(right.x[0]) == pytest.approx(2.0)
 
 
+def test_homotopy_refuses_a_hook_that_does_not_return_params():
+    """A continuation hook that forgot its return gave F None: a raw TypeError from inside
+    the user's residual, naming neither the hook nor the fix."""
+    fn = lambda x, p: x ** 2 - p  # noqa: E731
+    for hook in (lambda p, t: None, lambda p, t: (p, t), lambda p, t: jnp.stack([p, p])):
+        with pytest.raises(TypeError, match=r"continuation\(params, t\) must return params"):
+            solvers.solve(fn, jnp.ones(1), jnp.asarray(4.0), solver=solvers.Homotopy(),
+                          continuation=hook)
+    # Default reaches Homotopy only as a fallback: the hook is checked when it is traced
+    with pytest.raises(TypeError, match="continuation hook"):
+        jax.jit(lambda p: solvers.solve(fn, jnp.ones(1), p, continuation=lambda q, t: None,
+                                        solver=solvers.Default(methods=[solvers.Homotopy()])).x
+                )(jnp.asarray(4.0))
+
+
 def test_empty_system_and_batch_are_clear_errors():
     with pytest.raises(ValueError, match="no unknowns"):
         solvers.solve_flat(lambda x, p: x, jnp.zeros(0))

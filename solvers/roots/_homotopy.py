@@ -45,6 +45,22 @@ def _path(problem: FlatProblem):
     return (lambda z, a: problem.fn(z[:-1], a[0]) - (1.0 - z[-1]) * a[1]), (lambda a, t: a[0])
 
 
+def _check_continuation(continuation, params: Any, dtype) -> None:
+    """Refuse (when traced) a hook whose result is not params of the same structure and
+    shapes: F would receive it, and fail far from the cause."""
+    got = jax.eval_shape(continuation, params, jnp.zeros((), dtype))
+    want = jax.eval_shape(lambda p: p, params)
+    shapes = lambda tree: jax.tree_util.tree_map(lambda a: a.shape, tree)  # noqa: E731
+    same = jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
+    if not same or shapes(got) != shapes(want):
+        raise TypeError(
+            "the continuation hook continuation(params, t) must return params of the same "
+            f"structure and shapes as the params it was given (t = 0 the easy problem, t = 1 "
+            f"the problem itself); it returned {jax.tree_util.tree_structure(got)} for "
+            f"{jax.tree_util.tree_structure(want)}. Return the scaled params, e.g. "
+            "params * t or a copy with the sources scaled.")
+
+
 @dataclasses.dataclass(frozen=True)
 class Homotopy(AbstractIterativeMethod):
     """Continuation in t from 0 to 1 with ``inner`` (a Newton) as corrector and polisher.
@@ -91,6 +107,8 @@ class Homotopy(AbstractIterativeMethod):
     def run(self, problem: FlatProblem, x0, params: Any, active):
         """The path's end, which is a root only where the problem's own ``continuation`` at
         t = 1 gives F itself: where it does not (a broken hook), ``continuation_failed``."""
+        if problem.continuation is not None:
+            _check_continuation(problem.continuation, params, x0.dtype)
         sol = super().run(problem, x0, params, active)
         if problem.continuation is None:
             return sol

@@ -69,6 +69,20 @@ def test_trust_region_with_a_stalled_krylov_step_does_not_stop_at_the_start():
     np.testing.assert_allclose(sol.x, [2.0, 1.0], atol=1e-10)
 
 
+def test_trust_region_names_a_failed_krylov_solve_as_newton_does():
+    # x^2 + 1 from 0: J = 0 and no gradient, so no dogleg step exists. The Krylov solve's
+    # own code is the failure (TrustRegion said singular_jacobian whatever the solver said).
+    def no_root(x, p):
+        return x * x + 1.0
+
+    for ls, want in ((solvers.GMRES(), RESULTS.linear_solve_failed),
+                     (solvers.DenseLU(), RESULTS.singular_jacobian)):
+        codes = {RESULTS(int(solvers.solve_flat(no_root, jnp.zeros(1), None,
+                                                solver=method(linear_solver=ls)).result))
+                 for method in (solvers.Newton, solvers.TrustRegion)}
+        assert codes == {want}
+
+
 def test_linear_solves_give_nan_and_a_code_when_stalled():
     ls = solvers.GMRES(restart=1)
     _, op = ls.linearize(rotation, jnp.array([5.0, 7.0]), None)

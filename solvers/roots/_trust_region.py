@@ -12,7 +12,7 @@ from jax import lax
 from ..linear._dense import DenseLU
 from ._iterate import AbstractIterativeMethod, Progress, last_point
 from ._line_search import half_sq_norm
-from ..linear._abstract import AbstractLinearSolver
+from ..linear._abstract import AbstractLinearSolver, failure_code
 from ._method import (FlatProblem, check_count, check_linear_solver, check_tolerances, code,
                       jacobian_finite, max_abs, relative_step, step_is_small)
 from .._result import RESULTS
@@ -39,6 +39,7 @@ class _Dogleg(NamedTuple):
     cauchy: jax.Array   # minimiser of the linear model along -D^-2 J^T f
     gradient: jax.Array  # unit scaled steepest-descent direction (x variables)
     scale: jax.Array
+    linear_failure: jax.Array  # the code of the Newton step's linear solve, if it failed
 
     def step(self, delta):
         norm = lambda p: jnp.sqrt(jnp.sum((self.scale * p) ** 2))
@@ -111,7 +112,8 @@ class TrustRegion(AbstractIterativeMethod):
 
     def _dogleg(self, op, f, scale) -> _Dogleg:
         ls = self.linear_solver
-        newton = -ls.solve(op, f)
+        linear = ls.solve_with_result(op, f)
+        newton = -linear.value
         newton_ok = jnp.all(jnp.isfinite(newton))
         newton = jnp.where(newton_ok, newton, 0.0)
         g = ls.rmatvec(op, f) / scale                      # scaled gradient
@@ -120,7 +122,8 @@ class TrustRegion(AbstractIterativeMethod):
         jd = ls.matvec(op, direction)
         curvature = jnp.sum(jd * jd)
         t = gnorm / jnp.where(curvature > 0, curvature, 1.0)
-        return _Dogleg(newton, newton_ok, t * direction, direction, scale)
+        return _Dogleg(newton, newton_ok, t * direction, direction, scale,
+                       failure_code(linear.result))
 
     def _shrink(self, problem, params, s: _State, op, dog: _Dogleg, xnorm):
         """Shrink the radius until a dogleg step is accepted: ``(delta, tries, ok, p, F(x + p),
@@ -168,7 +171,7 @@ class TrustRegion(AbstractIterativeMethod):
         failure = jnp.where(ok, code(RESULTS.successful),
                             jnp.where(dog.newton_ok, code(RESULTS.local_minimum),
                                       jnp.where(jacobian_finite(ls, op, s.x),
-                                                code(RESULTS.singular_jacobian),
+                                                dog.linear_failure,
                                                 code(RESULTS.nonfinite_jacobian))))
         rel_step = jnp.where(dog.newton_ok, relative_step(dog.newton, s.x), jnp.inf)
         new = _State(x, f, half_sq_norm(f), delta, scale, rel_step, s.scaling)

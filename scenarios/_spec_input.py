@@ -15,7 +15,7 @@ from typing import Any, Iterable
 from ._errors import FormatError
 from ._source import read_source
 
-__all__ = ["Spec"]
+__all__ = ["Spec", "parse_json"]
 
 
 class _RepeatedKey(Exception):
@@ -41,6 +41,20 @@ def _second_line(text: str, key: str) -> int | None:
     return text.count("\n", 0, hits[1]) + 1 if len(hits) == 2 else None
 
 
+def parse_json(name: str, text: str, kind: str) -> Any:
+    """``text`` (the file ``name``) as JSON, a key given twice in one object refused:
+    ``json`` keeps only the last, so an entry would vanish silently."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as err:
+        raise FormatError(name, err.lineno, f"invalid JSON ({err.msg}, column {err.colno})",
+                          f"a {kind} file is one JSON object") from None
+    except _RepeatedKey as err:
+        raise FormatError(name, _second_line(text, err.key), f"the key {err.key!r} appears "
+                          "twice in one object (JSON would keep only the last)",
+                          "give each entry its own name") from None
+
+
 class Spec:
     """A parsed JSON input document with location-aware accessors (``name`` is the file)."""
 
@@ -55,15 +69,7 @@ class Spec:
         except OSError as err:
             raise FormatError(str(path_or_text), None, f"cannot read the {kind} file "
                               f"({err.strerror or err})", "check the path") from None
-        try:
-            doc = json.loads(text, object_pairs_hook=_unique_keys)
-        except json.JSONDecodeError as err:
-            raise FormatError(name, err.lineno, f"invalid JSON ({err.msg}, column {err.colno})",
-                              f"a {kind} file is one JSON object") from None
-        except _RepeatedKey as err:
-            raise FormatError(name, _second_line(text, err.key), f"the key {err.key!r} appears "
-                              "twice in one object (JSON would keep only the last)",
-                              "give each entry its own name") from None
+        doc = parse_json(name, text, kind)
         if not isinstance(doc, dict):
             raise FormatError(name, 1, f"expected a JSON object, got {type(doc).__name__}",
                               f"a {kind} file is one JSON object of named sections")

@@ -173,6 +173,9 @@ def test_truncated_case_file(tmp_path: Path) -> None:
     ('{"base_mva": 100,\n "buses": [,]}', 2, "invalid JSON"),
     ('{"base_mva": 100, "buses": [{"index": 0}], "branches": []}', None, ".buses[0]: missing"),
     ('{"base_mva": 100, "buses": []}', None, "missing branches"),
+    # json.loads keeps the last of a key given twice: the first bus list vanished silently
+    ('{"base_mva": 100,\n "buses": [],\n "buses": [], "branches": []}', 3,
+     "'buses' appears twice"),
 ])
 def test_malformed_json(tmp_path: Path, text: str, line, words: str) -> None:
     path = tmp_path / "bad.json"
@@ -180,3 +183,8 @@ def test_malformed_json(tmp_path: Path, text: str, line, words: str) -> None:
     with pytest.raises(FormatError) as info:
         read_case_json(path)
     assert info.value.line == line and str(path) in str(info.value) and words in str(info.value)
+
+
+def test_missing_json_case_is_our_error(tmp_path: Path) -> None:
+    with pytest.raises(FormatError, match="cannot read the case"):
+        read_case_json(tmp_path / "absent.json")

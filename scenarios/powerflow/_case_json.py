@@ -1,11 +1,11 @@
 """The validation JSON power-flow format (``acpf/*.json``, "holdout-acpf-v1") to a PowerCase."""
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from .._errors import FormatError
+from .._spec_input import parse_json
 from ._case import BUS_TYPES, Branch, Bus, Generator, PowerCase
 
 __all__ = ["read_case_json"]
@@ -18,9 +18,10 @@ def read_case_json(path: str | os.PathLike) -> PowerCase:
     """Read a validation JSON case (buses, in-service branches, generators; per unit)."""
     name = str(path)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise FormatError(name, exc.lineno, f"invalid JSON: {exc.msg}") from None
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FormatError(name, None, f"cannot read the case ({exc})", "check the path") from None
+    data = parse_json(name, text, "power-flow case")
     try:
         return _case(name, data)
     except (KeyError, TypeError, ValueError) as exc:

@@ -188,3 +188,23 @@ def test_the_builder_gives_the_same_network_from_traced_values():
     assert all(isinstance(s, jax.Array) for s in eager[0] + eager[1])
     # the weight is not physics: no gradient flows through it, traced or not
     assert float(jax.grad(lambda g: build(g, 900.0)[0][0])(30000.0)) == 0.0
+
+
+def test_a_steady_state_below_absolute_zero_is_flagged():
+    """A cooler drawing 500 W through 1 W/K from a 300 K sink "converged" at -200 K with no
+    word: the linear equations hold there, but no physical steady state exists."""
+    def net(draw):
+        return th.build_thermal({"box": 300.0, "sink": 300.0},
+                                conduction={"wall": ("box", "sink", 1.0)},
+                                fixed={"hold": ("sink", 300.0)}, loads={"cooler": ("box", draw)})
+    with pytest.warns(UserWarning, match=r"'box' below 0 K \(lowest -200 K\)"):
+        result = th.solve_thermal(net(-500.0), solver=NEWTON)
+    assert result.temperature("box") == pytest.approx(-200.0)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert th.solve_thermal(net(-100.0), solver=NEWTON).temperature("box") == \
+            pytest.approx(200.0)
+    with pytest.warns(UserWarning, match=r"at cooler = -400, -500"):
+        sweep = th.sweep_thermal(net(-100.0), "cooler", [-100.0, -400.0, -500.0], solver=NEWTON)
+    assert sweep.temperature("box") == pytest.approx([200.0, -100.0, -200.0])

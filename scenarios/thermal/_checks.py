@@ -9,6 +9,7 @@ look entries up by name.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Iterable, Mapping, Sequence
 
 import jax
@@ -18,7 +19,7 @@ from .._errors import FormatError
 from .._islands import IslandError, islands_without_reference, shown
 
 __all__ = ["IslandError", "check_anchored", "check_file_anchored", "floating_parts",
-           "repeated_name", "floating_message"]
+           "repeated_name", "floating_message", "warn_below_absolute_zero"]
 
 
 def floating_parts(nodes: Sequence[str], links: Iterable[tuple[str, str]],
@@ -83,3 +84,21 @@ def check_anchored(net, transient: bool = False) -> None:
         raise IslandError(floating_message(parts, anchor) + ". Hold a node of each part at a "
                           "temperature (fixed), link it to a fixed node, or remove it.",
                           tuple(n for part in parts for n in part))
+
+
+def warn_below_absolute_zero(names: Sequence[str], temperatures, converged, where: str = "",
+                             stacklevel: int = 3) -> None:
+    """Warn where a converged steady state puts a node below 0 K. The equations hold there
+    (conduction is linear, radiation even in T), but no physical steady state does: the
+    loads draw more heat than the links can carry at positive temperatures."""
+    temperatures = np.asarray(temperatures, dtype=float)
+    cold = (temperatures < 0.0) & np.asarray(converged, bool)[..., None]
+    if not cold.any():
+        return
+    nodes = [n for n, c in zip(names, cold.reshape(-1, len(names)).any(axis=0)) if c]
+    warnings.warn(
+        f"the steady state{where} puts node(s) {', '.join(map(repr, nodes))} below 0 K "
+        f"(lowest {temperatures[cold].min():.6g} K): no physical steady state exists, as the "
+        "loads draw more heat than the links can carry at positive temperatures. Lower the "
+        "heat drawn, or raise the conductances or the fixed temperatures.",
+        UserWarning, stacklevel=stacklevel)

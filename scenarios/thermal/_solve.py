@@ -13,7 +13,7 @@ import solvers
 from .._cli_report import solve_status
 from .._sweep_table import SweepTable, sweep_arrays
 from .._tables import PointTable
-from ._checks import check_anchored
+from ._checks import check_anchored, warn_below_absolute_zero
 from ._model import ThermalNetwork
 
 __all__ = ["ThermalResult", "ThermalSweep", "solve_thermal", "sweep_thermal", "parameter_path"]
@@ -103,7 +103,11 @@ def solve_thermal(net: ThermalNetwork, solver: Any = None) -> ThermalResult:
     Raises ``IslandError`` for a connected part without a fixed temperature (undefined)."""
     check_anchored(net)
     solution = solvers.solve(net, solver=solver)
-    return ThermalResult(solution.system, solution)
+    result = ThermalResult(solution.system, solution)
+    if net.nodes:
+        warn_below_absolute_zero(net.node_names, result._arrays["temperatures"],
+                                 solution.converged)
+    return result
 
 
 def parameter_path(net: ThermalNetwork, name: str) -> str:
@@ -131,4 +135,9 @@ def sweep_thermal(net: ThermalNetwork, param: str, values, solver: Any = None,
     arrays = sweep_arrays(net, {path: values},
                           lambda g: {k: v for k, v in _flows(g).items() if k in columns},
                           solver=solver, progress=progress)
+    if "temperatures" in arrays:
+        cold = (arrays["temperatures"] < 0.0).any(axis=-1) & arrays["converged"]
+        where = f" at {param} = {', '.join(f'{v:.6g}' for v in values[cold][:5])}"
+        warn_below_absolute_zero(net.node_names, arrays["temperatures"], arrays["converged"],
+                                 where + (", ..." if cold.sum() > 5 else ""))
     return ThermalSweep(param, values, columns, arrays)

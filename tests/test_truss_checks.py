@@ -165,3 +165,21 @@ def test_a_node_held_only_by_a_support_that_fixes_nothing_is_refused():
     supports = {"pa": ("A", (True, True)), "pb": ("B", (True, True)), "fz": ("Z", (False, False))}
     with pytest.raises(tr.MechanismError, match=r"node\(s\) 'Z'"):
         tr.solve_truss(tr.build_truss(nodes, bars, supports=supports))
+
+
+def test_a_sweep_marks_and_names_the_points_that_are_no_stable_equilibrium():
+    # the frame without a diagonal, swept from tension (stable, hung) to compression
+    # (upright, held only unstably): the sweep "converged" everywhere with no word before
+    loads = {"PC": ("C", (0.0, -1.0)), "PD": ("D", (0.0, -1.0))}
+    frame = tr.build_truss(SQUARE, FRAME, supports=PINS, loads=loads)
+    with pytest.warns(UserWarning, match=r"2 of 3 sweep points .* at PC = 0, 5"):
+        sweep = tr.sweep_truss(frame, "PC", [-5.0, 0.0, 5.0])
+    assert sweep.arrays["converged"].all()
+    assert sweep.arrays["stable"].tolist() == [True, False, False]
+    assert [p["stable"] for p in sweep.to_json()["sweep"]] == [True, False, False]
+    import warnings
+    braced = tr.build_truss(SQUARE, {**FRAME, "AC": ("A", "C", 1000.0)}, supports=PINS,
+                            loads=loads)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tr.sweep_truss(braced, "PC", [-5.0, 0.0, 5.0]).arrays["stable"].all()

@@ -75,7 +75,20 @@ def _sweep_report(truss, result: TrussSweep, solver) -> Report:
     return Report.from_doc("truss", result.to_json(), rows, solver, draw,
                            tables=lambda: {"truss": result.to_frame()},
                            title=f"truss, batched sweep of {param}",
-                           notes=failed_note(param, result.values, result.arrays["converged"]))
+                           notes=failed_note(param, result.values, result.arrays["converged"])
+                           + _unstable_note(param, result))
+
+
+def _unstable_note(param: str, result: TrussSweep) -> list:
+    """``[note]`` naming the converged points that are no stable equilibrium, else ``[]``."""
+    unstable = result.values[result.arrays["converged"] & ~result.arrays["stable"]]
+    if unstable.size == 0:
+        return []
+    shown = ", ".join(f"{float(v):.4g}" for v in unstable[:8])
+    more = f" and {unstable.size - 8} more" if unstable.size > 8 else ""
+    return [f"{unstable.size} of {len(result.values)} points are no stable equilibrium (a "
+            f"mechanism or unstable compression), at {param} = {shown}{more}: their values "
+            "are not meaningful"]
 
 
 def _watched_node(truss, param: str) -> str:

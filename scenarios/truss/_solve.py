@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 from typing import Any
 
 import jax
@@ -14,7 +15,7 @@ from .._cli_report import solve_status
 from .._sweep_table import SweepTable, sweep_arrays
 from .._tables import PointTable
 from ._model import Truss, axial_force
-from ._stability import check_stable
+from ._stability import check_stable, unstable_points
 from ._tolerance import RTOL, default_solver, force_tolerance
 
 __all__ = ["TrussResult", "TrussSweep", "default_solver", "force_tolerance", "solve_truss",
@@ -83,9 +84,16 @@ class TrussResult(PointTable):
 
 
 class TrussSweep(SweepTable):
-    """Results over a sweep: ``displacement("apex")`` has shape (points, 2), etc."""
+    """Results over a sweep: ``displacement("apex")`` has shape (points, 2), etc.;
+    ``arrays["stable"]``: False where a converged point is no stable equilibrium."""
 
     LABELS = LABELS
+
+    def to_json(self) -> dict:
+        doc = super().to_json()
+        for point, stable in zip(doc["sweep"], self.arrays.get("stable", ())):
+            point["stable"] = bool(stable)
+        return doc
 
     def displacement(self, node: str) -> np.ndarray:
         return self.column("displacements", node)
@@ -156,7 +164,28 @@ def sweep_truss(truss: Truss, param: str, values, solver: Any = None,
     arrays = sweep_arrays(problem, {path: batch},
                           lambda g: {k: v for k, v in _arrays(g).items() if k in columns},
                           solver=solver, progress=progress)
+    _warn_unstable(truss, param, values, arrays)
     return TrussSweep(param, values, columns, arrays)
+
+
+def _warn_unstable(truss: Truss, param: str, values: np.ndarray, arrays: dict) -> None:
+    """Mark (``arrays["stable"]``) and warn about converged points that are no meaningful
+    equilibrium: ``solve_truss`` refuses them with ``MechanismError``, a sweep keeps its
+    other points."""
+    stable = np.ones(len(values), bool)
+    if "displacements" in arrays:
+        stable[unstable_points(truss, arrays["displacements"], arrays["converged"])] = False
+    arrays["stable"] = stable
+    if stable.all():
+        return
+    shown = ", ".join(f"{v:.6g}" for v in values[~stable][:8])
+    more = f" and {int((~stable).sum()) - 8} more" if (~stable).sum() > 8 else ""
+    warnings.warn(
+        f"{int((~stable).sum())} of {len(values)} sweep points converged to no stable "
+        f"equilibrium (a mechanism, or a position only unstable compression holds), at {param} "
+        f"= {shown}{more}: their values are not meaningful (arrays['stable'] marks them; "
+        "solve_truss raises MechanismError there). Add bars or supports, or prescribe a "
+        "displacement instead of a load to pass a limit point.", UserWarning, stacklevel=3)
 
 
 def _swept_force(truss: Truss, param: str, comp: int | None, values: np.ndarray) -> float:

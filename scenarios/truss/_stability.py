@@ -20,7 +20,7 @@ import simgraph as sg
 
 from .._islands import shown
 
-__all__ = ["MechanismError", "check_stable", "SINGULAR"]
+__all__ = ["MechanismError", "check_stable", "unstable_points", "SINGULAR"]
 
 #: Smallest eigenvalue of the free stiffness, relative to the largest, taken as zero.
 SINGULAR = 1e-9
@@ -35,11 +35,15 @@ class MechanismError(sg.GraphError):
         self.nodes, self.result = nodes, result
 
 
-def free_stiffness(truss) -> tuple[np.ndarray, list[tuple[int, int]]]:
+def free_stiffness(truss, displacements=None) -> tuple[np.ndarray, list[tuple[int, int]]]:
     """The tangent stiffness (N/m) on the free displacements of a solved (unbatched) truss,
-    and the ``(node index, component)`` of each of its rows."""
+    and the ``(node index, component)`` of each of its rows. ``displacements``: (nodes, 2)
+    to use instead of the nodes' own ``u`` (a sweep point)."""
     index = {id(n): k for k, n in enumerate(truss.nodes)}
-    pos = [np.asarray(n.X, float) + np.asarray(n.u, float) for n in truss.nodes]
+    if displacements is None:
+        displacements = [np.asarray(n.u, float) for n in truss.nodes]
+    pos = [np.asarray(n.X, float) + np.asarray(u, float)
+           for n, u in zip(truss.nodes, displacements)]
     k = np.zeros((2 * len(pos), 2 * len(pos)))
     for bar in truss.bars:
         a, b = index[id(bar.a)], index[id(bar.b)]
@@ -58,6 +62,24 @@ def free_stiffness(truss) -> tuple[np.ndarray, list[tuple[int, int]]]:
     free = [(i, c) for i in range(len(pos)) for c in (0, 1) if (i, c) not in fixed]
     rows = [2 * i + c for i, c in free]
     return k[np.ix_(rows, rows)], free
+
+
+def unstable_points(truss, displacements, converged) -> np.ndarray:
+    """Indices of the converged sweep points (``displacements``: (points, nodes, 2)) whose
+    free stiffness is not safely positive definite: Cholesky of ``K - s I`` with
+    ``s = SINGULAR ||K||_inf`` (at least SINGULAR times the largest eigenvalue) fails."""
+    bad = []
+    for p in np.flatnonzero(np.asarray(converged, bool)):
+        k, free = free_stiffness(truss, displacements[p])
+        if not free or not np.all(np.isfinite(k)):
+            continue
+        k = 0.5 * (k + k.T)
+        shift = SINGULAR * max(float(np.max(np.sum(np.abs(k), axis=1))), np.finfo(float).tiny)
+        try:
+            np.linalg.cholesky(k - shift * np.eye(len(k)))
+        except np.linalg.LinAlgError:
+            bad.append(p)
+    return np.asarray(bad, dtype=int)
 
 
 def check_stable(truss, result=None) -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import solvers
 from benchmarks.sparse_problems import diode_grid, diode_ladder, random_sparse_function
 from solvers.linear._sparsity import (
     SparsityError, SparsityPattern, column_coloring, compressed_index, pattern_matvec,
@@ -152,3 +153,22 @@ def test_products_and_compressed_index_match_dense():
     colors, n_colors = column_coloring(p)
     compressed = dense @ (colors[:, None] == np.arange(n_colors)[None, :])  # J S, (m, c)
     np.testing.assert_allclose(compressed.T.reshape(-1)[compressed_index(p)], values)
+
+
+def test_a_pattern_missing_a_nonzero_entry_is_refused_at_the_first_solve():
+    # Newton converged on the wrong J (x right), and the implicit gradient came out wrong
+    # with no word; the entry (4, 0) the pattern misses is now named.
+    def fn(x, p):
+        f = 3 * x - jnp.roll(x, 1).at[0].set(0.0) - p
+        return f.at[4].add(0.5 * x[0] ** 2 + x[0])
+
+    n, x0, p = 6, jnp.zeros(6), jnp.ones(6)
+    method = solvers.Newton(linear_solver=solvers.SparseLU())
+    band = np.eye(n) + np.eye(n, k=-1)
+    with pytest.raises(solvers.SparsityError, match=r"misses .* \(4, 0\)"):
+        solvers.solve(fn, x0, p, solver=method, sparsity=SparsityPattern.from_dense(band))
+    band[4, 0] = 1.0
+    right = SparsityPattern.from_dense(band)
+    grad = jax.grad(lambda q: solvers.solve(fn, x0, q, solver=method, sparsity=right).x.sum())
+    dense = jax.grad(lambda q: solvers.solve(fn, x0, q, solver=solvers.Newton()).x.sum())
+    np.testing.assert_allclose(grad(p), dense(p), rtol=1e-12)

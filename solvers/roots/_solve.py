@@ -27,6 +27,7 @@ from ._solution import Solution, SolveError
 from ._host_fallback import sends_fallbacks_to_host
 from ._staging import run_staged, stages_of
 from ..linear._sparse import SparseHostLU
+from ..linear._pattern_check import check_pattern_once
 from ..linear._sparsity import SparsityPattern
 
 
@@ -92,7 +93,8 @@ def solve_flat(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any = None
     ``solver``: the method (default ``Default()``). ``step_limit(x, dx, params)`` and
     ``continuation(params, t)`` are the model hooks of `FlatProblem`. ``sparsity``: the
     Jacobian's `SparsityPattern`, for linear solvers that need one (``SparseLU()``,
-    ``AutoLinearSolver()``). Works under ``jit``, ``vmap`` and ``grad`` (gradients of ``x`` by
+    ``AutoLinearSolver()``); the first eager solve of each ``(fn, sparsity)`` checks it at
+    ``x0`` and raises `SparsityError` naming the entries it misses. Works under ``jit``, ``vmap`` and ``grad`` (gradients of ``x`` by
     implicit differentiation). ``fn`` is a static argument of an internal ``jit``: pass the
     same function object to reuse the compiled solve. ``throw=True`` raises ``SolveError`` on
     failure; inside a transform JAX delivers it as ``jax.errors.JaxRuntimeError`` whose
@@ -104,6 +106,8 @@ def solve_flat(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any = None
             f"x0 must be a 1-D vector of unknowns, got shape {x0.shape}; for a batch of "
             "starts use solvers.solve_batch(fn, x0, params)."
         )
+    if sparsity is not None and is_concrete((x0, params)) and not staging():
+        check_pattern_once(fn, x0, params, sparsity)
     sol = solve_member(FlatProblem(fn, step_limit, continuation, host_callable=True), method,
                        x0, params)
     return raise_if_failed_anywhere(sol) if throw else sol

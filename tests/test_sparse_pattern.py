@@ -167,6 +167,9 @@ def test_a_pattern_missing_a_nonzero_entry_is_refused_at_the_first_solve():
     band = np.eye(n) + np.eye(n, k=-1)
     with pytest.raises(solvers.SparsityError, match=r"misses .* \(4, 0\)"):
         solvers.solve(fn, x0, p, solver=method, sparsity=SparsityPattern.from_dense(band))
+    with pytest.raises(solvers.SparsityError, match=r"misses .* \(4, 0\)"):  # batches too
+        solvers.solve_batch(fn, x0, jnp.stack([p, 2 * p]), solver=method,
+                            sparsity=SparsityPattern.from_dense(band.copy()))
     band[4, 0] = 1.0
     right = SparsityPattern.from_dense(band)
     grad = jax.grad(lambda q: solvers.solve(fn, x0, q, solver=method, sparsity=right).x.sum())

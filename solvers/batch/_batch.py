@@ -23,6 +23,7 @@ from ..roots._method import AbstractRootMethod, Continuation, FlatProblem, StepL
 from ..roots._polyalgorithm import Default
 from ..roots._solution import Solution
 from ..roots._staging import member_starts, member_values, run_staged
+from ..linear._pattern_check import check_pattern_once
 from ..linear._sparsity import SparsityPattern
 from ..roots._solve import check_arguments, linear_solver_of, raise_if_failed_anywhere, solve_core
 
@@ -194,7 +195,8 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
     terminal (``progress`` forces it on/off), split over all devices with a
     ``NamedSharding`` when there are several; on one CPU each chunk runs in cache-sized
     blocks of members (`block_size`). Under ``jit``/``grad``/``vmap`` it is a plain ``vmap``
-    (differentiable). ``sparsity``: the Jacobian's `SparsityPattern` (as in `solve_flat`).
+    (differentiable). ``sparsity``: the Jacobian's `SparsityPattern` (as in `solve_flat`;
+    checked at the first member).
     """
     check_chunk_size(chunk_size)
     x0, method = check_arguments(x0, solver, sparsity)
@@ -208,6 +210,8 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
     if size == 0:
         raise ValueError("the batch is empty (0 members along the leading axis): give at "
                          "least one member.")
+    if sparsity is not None and is_concrete((x0, params)):
+        check_pattern_once(fn, *_first_member(x0, x0_axis, params, axes), sparsity)
     if not is_concrete((x0, params)):
         sol = _solve_batched(problem, method, x0_axis, axes, 0, x0, params)
     elif jax.process_count() > 1:  # several processes: split over all (solvers._sweep)
@@ -217,6 +221,13 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
     else:
         sol = _staged(problem, method, x0_axis, axes, x0, params, size, chunk_size, progress)
     return raise_if_failed_anywhere(sol) if throw else sol
+
+
+def _first_member(x0, x0_axis, params, axes) -> tuple:
+    """``(x0, params)`` of the batch's first member."""
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    first = [l if a is None else jnp.asarray(l)[0] for l, a in zip(leaves, axes)]
+    return (x0 if x0_axis is None else x0[0]), jax.tree_util.tree_unflatten(treedef, first)
 
 
 def _staged(problem, method, x0_axis, axes, x0, params, size, chunk_size, progress):

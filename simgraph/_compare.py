@@ -9,10 +9,13 @@ import jax.numpy as jnp
 
 from . import _tables, _walk
 from ._errors import at
+from ._query import require_node
 
 
 def structure_difference(a: Any, b: Any) -> str | None:
     """Describe the first place where graphs ``a`` and ``b`` differ in structure, or None."""
+    require_node(a, "the first graph's root node")
+    require_node(b, "the second graph's root node")
     ca, ea, na = _tables.walk(a)
     cb, eb, nb = _tables.walk(b)
     paths = _tables.node_paths(ea, ca)
@@ -58,7 +61,25 @@ def _spec_text(spec: Any) -> str:
         if spec >= 0:
             return f"a reference to node #{spec} (sharing pattern)"
         return "data" if spec == _walk.CHILD else "data holding references"
-    return f"a container of references {list(spec[1])}"
+    return f"references {_tables._rebuild_container(spec, _Labels())!r}"
+
+
+class _Labels:
+    """Stands for the graph's nodes when a container of references is rebuilt for a message:
+    ``labels[k]`` shows as ``<node #k>``, so the text has the container's type and keys."""
+
+    def __getitem__(self, k: int) -> "_Label":
+        return _Label(k)
+
+
+class _Label:
+    """One node of a rebuilt container, shown as ``<node #k>``."""
+
+    def __init__(self, k: int):
+        self.k = k
+
+    def __repr__(self) -> str:
+        return f"<node #{self.k}>"
 
 
 def _short(x: Any) -> str:

@@ -17,6 +17,8 @@ from typing import Any, Literal
 import jax
 import numpy as np
 
+from ._errors import GraphTypeError
+
 FieldKind = Literal["state", "unknown", "static"]
 _KIND_KEY = "simgraph.kind"
 _KINDS = ("state", "unknown", "static")
@@ -142,5 +144,6 @@ def fields(cls_or_node: Any) -> tuple[FieldInfo, ...]:
     cls = cls_or_node if isinstance(cls_or_node, type) else type(cls_or_node)
     layout = getattr(cls, "__sg_layout__", None)
     if layout is None:
-        raise TypeError(f"{cls.__name__} is not a simgraph.ReffableTreeNode subclass")
+        raise GraphTypeError(f"{cls.__name__} is not a simgraph.ReffableTreeNode subclass; "
+                             "sg.fields takes a node class or a node")
     return layout.infos

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import struct
+import sys
 import zlib
 import os
 import zipfile
@@ -191,10 +193,11 @@ def load(path: str | os.PathLike, classes: dict[str, type] | None = None) -> Any
     meta, arrays = _read(path)
     described = _node_descriptions(meta, path)
     nodes = [object.__new__(_find_class(d["class"], classes, path)) for d in described]
+    names = frozenset(arrays.files)  # a list: looking each array up in it was quadratic
     for k, (node, d) in enumerate(zip(nodes, described)):
         where = f"{path}: node #{k} ({d['class']})"
         _check_layout(type(node), d, where)
-        decoder = _Decoder(nodes, arrays, where)
+        decoder = _Decoder(nodes, arrays, names, where)
         values = {n: decoder.value(v, f".{n}", traced=True) for n, v in d["fields"].items()}
         values.update({n: decoder.value(v, f".{n}", traced=False) for n, v in d["static"].items()})
         node.__dict__.update(values)
@@ -214,7 +217,7 @@ def _read(path) -> tuple[dict, Any]:
                              "simgraph.save).")
     try:
         data = np.load(path, allow_pickle=False)
-        raw = bytes(data[_META]) if _META in data.files else None
+        raw = bytes(_entry(data, _META)) if _META in data.files else None
     except _ARCHIVE_ERRORS as e:
         raise GraphFileError(f"{path}: not a readable simgraph file ({_reason(e)}). It may be "
                              "truncated or damaged; save it again.") from None
@@ -242,10 +245,32 @@ def _starts_like_zip(path) -> bool:
         return f.read(4) == b"PK\x03\x04"
 
 
+def _entry(data, key: str) -> np.ndarray:
+    """``data[key]`` (as ``np.load`` reads it, never unpickling), once its ``.npy`` header is
+    checked against the entry's size: numpy allocates the declared shape before reading, so
+    an edited header could ask for petabytes."""
+    try:  # the entry numpy reads: `key` itself, else `key.npy`
+        info = data.zip.getinfo(key)
+    except KeyError:
+        info = data.zip.getinfo(key + ".npy")
+    with data.zip.open(info) as f:  # not an .npy entry: read_magic raises ValueError
+        version = np.lib.format.read_magic(f)
+        read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                else np.lib.format.read_array_header_2_0)
+        shape, _, dtype = read(f)
+        need, have = math.prod(shape) * dtype.itemsize, info.file_size - f.tell()
+        if need > have:
+            raise ValueError(f"its header declares shape {shape} of {dtype}, {need} bytes, "
+                             f"but the entry holds {have}")
+        f.seek(0)
+        return np.lib.format.read_array(f, allow_pickle=False)
+
+
 # What a damaged archive can raise from numpy/zipfile (zlib.error is an Exception subclass
-# raised for edited compression flags; NotImplementedError for unknown compression methods).
+# raised for edited compression flags; NotImplementedError for unknown compression methods;
+# MemoryError for an entry whose declared sizes are both edited).
 _ARCHIVE_ERRORS = (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, RuntimeError,
-                   NotImplementedError, zlib.error, struct.error, UnicodeDecodeError)
+                   NotImplementedError, zlib.error, struct.error, UnicodeDecodeError, MemoryError)
 
 
 def _reason(e: Exception) -> str:
@@ -300,8 +325,8 @@ class _Decoder:
 
     MAX_DEPTH = _MAX_DEPTH
 
-    def __init__(self, nodes: list, arrays, where: str):
-        self.nodes, self.arrays, self.where = nodes, arrays, where
+    def __init__(self, nodes: list, arrays, names: frozenset, where: str):
+        self.nodes, self.arrays, self.names, self.where = nodes, arrays, names, where
 
     def value(self, v: Any, at_: str, traced: bool, depth: int = 0) -> Any:
         if depth > self.MAX_DEPTH:
@@ -341,10 +366,10 @@ class _Decoder:
 
     def _array(self, v: dict, at_: str) -> Any:
         key, scalar = v.get("k"), v.get("scalar", False)
-        if not isinstance(key, str) or key == _META or key not in self.arrays.files:
+        if not isinstance(key, str) or key == _META or key not in self.names:
             raise self._bad(at_, f"array {key!r} is missing (truncated or edited file)")
         try:
-            a = self.arrays[key]
+            a = _entry(self.arrays, key)
         except _ARCHIVE_ERRORS as e:
             raise self._bad(at_, f"array {key!r} cannot be read ({_reason(e)})") from None
         named = "dtype" in v
@@ -380,5 +405,9 @@ _SCALARS = {"bool": bool, "int": int, "float": (float, int), "str": str}
 
 
 def _is_pair(payload: Any) -> bool:
-    return (isinstance(payload, list) and len(payload) == 2
-            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in payload))
+    """Two numbers that ``complex`` takes (JSON ints are unbounded: a float must hold them)."""
+    return (isinstance(payload, list) and len(payload) == 2 and all(
+        type(x) is float or type(x) is int and abs(x) <= _MAX_FLOAT for x in payload))
+
+
+_MAX_FLOAT = int(sys.float_info.max)

@@ -13,7 +13,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import _fields, _registry, _tables, _walk
+from . import _fields, _outside, _registry, _tables, _walk
 from ._errors import GraphTypeError
 
 
@@ -43,6 +43,7 @@ class ReffableTreeNode:
         dataclasses.dataclass(cls, eq=False, repr=False)
         cls.__sg_layout__ = _fields.make_layout(cls)
         cls.__sg_names__ = frozenset(i.name for i in cls.__sg_layout__.infos)
+        cls.__sg_statics__ = frozenset(cls.__sg_layout__.static)
         cls.__sg_refkinds__ = None
         cls.__sg_plan__ = None
         jax.tree_util.register_pytree_with_keys(
@@ -56,6 +57,8 @@ class ReffableTreeNode:
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in type(self).__sg_names__ and not _settable_on_class(type(self), name):
             raise _undeclared(type(self), name)
+        if name in type(self).__sg_statics__ and _outside.holds_node(value, ReffableTreeNode):
+            raise _node_in_static(type(self), name)
         object.__setattr__(self, name, value)
 
     def __repr__(self) -> str:
@@ -75,7 +78,9 @@ def _check_identity_semantics(cls: type) -> None:
         raise GraphTypeError(
             f"{cls.__qualname__} overrides __eq__ or __hash__, but simgraph nodes compare and hash "
             "by identity (shared references are found by identity). Remove the override and "
-            "compare nodes' values with a method of another name, e.g. `same_values(other)`."
+            "compare nodes' values with a method of another name, e.g. `same_values(other)`; "
+            "remove a @dataclasses.dataclass decorator, which adds them (node classes are "
+            "dataclasses already)."
         )
 
 
@@ -95,6 +100,16 @@ def _undeclared(cls: type, name: str) -> AttributeError:
     )
 
 
+def _node_in_static(cls: type, name: str) -> GraphTypeError:
+    """A node in static metadata would be kept as the original object by every transform
+    (outside the graph: sharing with the graph's copy lost) and kept alive by jit's cache."""
+    return GraphTypeError(
+        f"{cls.__name__}.{name} is a static field and cannot hold a node: transforms would "
+        "keep the original object, not the graph's copy. Declare it as a data field "
+        f"(`{name}: OtherNode`), which keeps references shared through transforms."
+    )
+
+
 def _unflatten(entries: tuple, children) -> Any:
     return _tables.unflatten(entries, children)
 
@@ -102,6 +117,7 @@ def _unflatten(entries: tuple, children) -> Any:
 def check_fields(node: ReffableTreeNode) -> None:
     """Construction-time checks that give an early, local error for common mistakes."""
     cls = type(node)
+    _check_identity_semantics(cls)  # again: a @dataclass decorator adds __eq__ after the class
     kinds = _walk.refkinds_of(cls)
     for name, refkind in zip(cls.__sg_layout__.dynamic, kinds):
         value = node.__dict__.get(name)
@@ -132,6 +148,10 @@ def _short_repr(value: Any) -> str:
             return repr(value)
     if isinstance(value, (list, tuple)) and len(value) > 0:
         inner = ", ".join(_short_repr(v) for v in value[:4])
-        more = ", ..." if len(value) > 4 else ""
+        one = len(value) == 1 and isinstance(value, tuple)
+        more = ", ..." if len(value) > 4 else "," if one else ""
         return f"[{inner}{more}]" if isinstance(value, list) else f"({inner}{more})"
+    if isinstance(value, dict) and len(value) > 0:  # nodes in dicts: never repr'd in full
+        inner = ", ".join(f"{k!r}: {_short_repr(v)}" for k, v in list(value.items())[:4])
+        return f"{{{inner}{', ...' if len(value) > 4 else ''}}}"
     return repr(value)

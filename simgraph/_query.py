@@ -13,6 +13,7 @@ from ._errors import GraphTypeError
 
 def nodes(root: Any) -> list:
     """Every node reachable from ``root``, in the canonical (flatten) order; root first."""
+    require_node(root)
     return _walk.traverse(root)[2]
 
 
@@ -48,6 +49,7 @@ class LeafInfo:
 
 def leaves_with_owners(root: Any) -> list[tuple[LeafInfo, Any]]:
     """``(LeafInfo, leaf)`` for every leaf, in ``jax.tree_util.tree_leaves`` order."""
+    require_node(root)
     _, entries, node_list = _tables.walk(root)
     out = []
     for path, leaf in jax.tree_util.tree_flatten_with_path(root)[0]:

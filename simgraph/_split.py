@@ -7,12 +7,13 @@ holding the graph's treedef and the leaves that were not selected.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Callable, Union
 
 import jax
 
-from ._errors import GraphError
-from ._query import LeafInfo, leaves_with_owners
+from ._errors import GraphError, GraphTypeError
+from ._query import LeafInfo, leaves_with_owners, require_node
 
 Filter = Union[None, type, str, Callable[[LeafInfo], bool], tuple]
 
@@ -73,6 +74,7 @@ jax.tree_util.register_pytree_node(
 
 def split(graph: Any, where: Filter = None) -> tuple[dict[str, Any], GraphStructure]:
     """Return ``(state, structure)``: selected leaves by key path, and everything else."""
+    require_node(graph, "a graph's root node to split")
     pred = leaf_filter(where)
     treedef = jax.tree_util.tree_structure(graph)
     state, rest, selected, paths = {}, [], [], []
@@ -89,6 +91,10 @@ def split(graph: Any, where: Filter = None) -> tuple[dict[str, Any], GraphStruct
 
 def merge(structure: GraphStructure, state: dict[str, Any]) -> Any:
     """Rebuild a new graph from a structure and a state dict (inverse of :func:`split`)."""
+    if not isinstance(structure, GraphStructure) or not isinstance(state, Mapping):
+        raise GraphTypeError(
+            f"merge takes the (structure, state) that sg.split returned, as merge(structure, "
+            f"state); got ({type(structure).__name__}, {type(state).__name__}).")
     expected = {p for p, s in zip(structure.paths, structure.selected) if s}
     missing = sorted(expected - state.keys())
     extra = sorted(state.keys() - expected)

@@ -9,13 +9,16 @@ import jax.numpy as jnp
 
 from . import _tables, _walk
 from ._compare import leaf_shape_difference, structure_difference
-from ._errors import StructureMismatchError
+from ._errors import GraphError, GraphTypeError, StructureMismatchError
 from ._node import ReffableTreeNode
 from ._query import require_node
 
 
 def stack(graphs: Sequence[Any], axis: int = 0) -> Any:
     """One graph whose every leaf is the stack of the graphs' leaves (for ``vmap``)."""
+    if isinstance(graphs, ReffableTreeNode):
+        raise GraphTypeError("stack takes a sequence of graphs' root nodes, got one node; "
+                             "pass a list: sg.stack([graph_a, graph_b, ...]).")
     graphs = list(graphs)
     if not graphs:
         raise ValueError("stack needs at least one graph")
@@ -33,8 +36,21 @@ def stack(graphs: Sequence[Any], axis: int = 0) -> Any:
     shapes = leaf_shape_difference(graphs)
     if shapes:
         raise StructureMismatchError(f"cannot stack: {shapes}. Pad or group graphs by shape.")
+    _check_axis(graphs[0], flat[0][0], axis)
     columns = zip(*(leaves for leaves, _ in flat))
     return jax.tree_util.tree_unflatten(treedef, [jnp.stack(col, axis=axis) for col in columns])
+
+
+def _check_axis(graph: Any, leaves: list, axis: int) -> None:
+    """A ``GraphError`` naming the first leaf with too few dimensions for a new ``axis``."""
+    ndims = [jnp.ndim(x) + 1 for x in leaves]  # once stacked
+    bad = next((i for i, n in enumerate(ndims) if not -n <= axis < n), None)
+    if bad is not None:
+        path = jax.tree_util.keystr(jax.tree_util.tree_flatten_with_path(graph)[0][bad][0])
+        raise GraphError(
+            f"cannot stack along axis {axis}: {path} (shape {jnp.shape(leaves[bad])}) has "
+            f"{ndims[bad]} dimension(s) once stacked. Give an axis every stacked leaf has "
+            "(axis=0 always works).")
 
 
 def unstack(graph: Any, axis: int = 0) -> list:

@@ -14,18 +14,21 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
+import threading
 from collections import OrderedDict
 from typing import Any
 
 import jax
 
 from . import _children
+from ._errors import GraphTypeError
 from ._keys import NodeRef
 from ._walk import CHILD, _node_base
 
 #: How many structures ``structure`` keeps (least recently used dropped first).
 CACHE_SIZE = 32
 _CACHE: OrderedDict = OrderedDict()
+_LOCK = threading.Lock()
 _LEAF = jax.tree_util.tree_structure(0)
 _NUM_LEAVES = operator.attrgetter("num_leaves")
 _DATA = object()  # stands for a data leaf while a container's references are read
@@ -83,21 +86,24 @@ def structure(root_or_treedef: Any) -> Structure:
     treedef = root_or_treedef
     if not isinstance(treedef, jax.tree_util.PyTreeDef):
         treedef = jax.tree_util.tree_structure(root_or_treedef)
-    cached = _CACHE.get(treedef)
-    if cached is not None:
-        _CACHE.move_to_end(treedef)
-        return cached
-    out = _CACHE[treedef] = _read(treedef)
-    while len(_CACHE) > CACHE_SIZE:
-        _CACHE.popitem(last=False)
+    with _LOCK:  # threads: another one may drop the entry between a get and a move
+        cached = _CACHE.get(treedef)
+        if cached is not None:
+            _CACHE.move_to_end(treedef)
+            return cached
+    out = _read(treedef)
+    with _LOCK:
+        _CACHE[treedef] = out
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
     return out
 
 
 def _read(treedef) -> Structure:
     data = treedef.node_data()
     if data is None or not (isinstance(data[0], type) and issubclass(data[0], _node_base())):
-        raise TypeError(f"sg.structure needs the root node of a graph (a ReffableTreeNode) or "
-                        f"its treedef; got the treedef {treedef}.")
+        raise GraphTypeError(f"sg.structure needs the root node of a graph (a ReffableTreeNode) "
+                             f"or its treedef; got the treedef {treedef}.")
     reader = _Reader(treedef, _n_children(data[1]))
     groups = tuple(reader.group(*g) for g in data[1])
     return Structure(treedef, groups, sum(len(g.nodes) for g in groups), treedef.num_leaves)

@@ -140,18 +140,26 @@ def node_paths(entries: tuple, children: list) -> list[tuple]:
                 if paths[spec] is None:
                     paths[spec] = base
             else:
-                for p, target in _container_refs(spec, child_iter, len(entries)):
+                for p, target in _container_refs(spec, child_iter):
                     if paths[target] is None:
                         paths[target] = base + tuple(p)
     return paths
 
 
-def _container_refs(spec, child_iter, count: int) -> list:
+class _Placeholders:
+    """``placeholders[k]`` is ``NodeRef(k)``: a container of references is rebuilt around its
+    own ids only (a list of every node's placeholder made each path O(nodes): quadratic)."""
+
+    def __getitem__(self, k: int) -> NodeRef:
+        return NodeRef(k)
+
+
+def _container_refs(spec, child_iter) -> list:
     is_ref = lambda x: isinstance(x, NodeRef)  # noqa: E731
     if spec == CHILD_REFS:
         sub = jax.tree_util.tree_flatten_with_path(next(child_iter), is_leaf=is_ref)[0]
         return [(p, x.index) for p, x in sub if is_ref(x)]
-    dummy = _rebuild_container(spec, [NodeRef(i) for i in range(count)])
+    dummy = _rebuild_container(spec, _Placeholders())
     return [(p, x.index) for p, x in jax.tree_util.tree_flatten_with_path(dummy, is_leaf=is_ref)[0]]
 
 

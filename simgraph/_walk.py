@@ -30,7 +30,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import _fields
+from . import _fields, _outside
 from ._errors import GraphError, GraphTypeError, at
 from ._keys import NodeRef
 
@@ -257,11 +257,8 @@ def _element(value: Any, name: str, kind: int, obj: Any, ctx: tuple):
         return CHILD
     try:
         return _container(value, index, nodes, children, base)
-    except _UnsortableKeys:
-        raise GraphTypeError(
-            f"{at(path_of(root, obj) + '.' + name)}: a dict has keys that cannot be sorted "
-            "against each other (JAX orders a dict's entries by sorted key): use keys of one "
-            "type, e.g. all str.") from None
+    except _Refused as e:
+        raise GraphTypeError(f"{at(path_of(root, obj) + '.' + name)}: {e.args[0]}") from None
 
 
 def _container(value, index, nodes, children, base):
@@ -277,7 +274,11 @@ def _container(value, index, nodes, children, base):
         if spec is not None:
             return spec
     leaves, treedef = _flatten_container(value, base)
-    if not any(isinstance(leaf, base) for leaf in leaves):
+    types = set(map(type, leaves))
+    if not any(issubclass(t, base) for t in types):
+        hiding = _outside.hiding(leaves, types, base)
+        if hiding is not None:
+            raise _Refused(_outside.hidden_message(type(hiding).__name__))
         children.append(value)
         return CHILD
     ids = [_reference_id(leaf, index, nodes) if isinstance(leaf, base) else None for leaf in leaves]
@@ -315,6 +316,8 @@ def _node_dict(d: dict, index, nodes, base):
         treedef = _str_dict_treedef(tuple(keys))
         ordered = list(map(d.__getitem__, keys))
     else:
+        if any(_outside.holds_node(k, base) for k in d):
+            raise _Refused(_outside.NODE_KEYS)
         order, treedef = _flatten_container(dict(zip(d, range(len(d)))), base)
         if treedef.num_leaves != len(d):
             return None
@@ -325,14 +328,16 @@ def _node_dict(d: dict, index, nodes, base):
 
 
 def _flatten_container(value, base):
-    """``tree_flatten`` of a field's container (nodes are leaves); `_UnsortableKeys` for a
+    """``tree_flatten`` of a field's container (nodes are leaves); `_Refused` for a
     dict whose keys cannot be ordered (JAX sorts them: ``{"a": .., 0: ..}``)."""
     try:
         return jax.tree_util.tree_flatten(value, is_leaf=lambda x: isinstance(x, base))
     except ValueError:
         if not _has_unsortable_dict(value):
             raise
-        raise _UnsortableKeys from None
+        raise _Refused("a dict has keys that cannot be sorted against each other (JAX "
+                       "orders a dict's entries by sorted key): use keys of one type, e.g. "
+                       "all str.") from None
 
 
 def _has_unsortable_dict(value) -> bool:
@@ -347,8 +352,8 @@ def _has_unsortable_dict(value) -> bool:
     return False
 
 
-class _UnsortableKeys(Exception):
-    """A dict's keys cannot be sorted (`_element` says where)."""
+class _Refused(Exception):
+    """A field's container cannot be part of a graph: what is wrong (`_element` says where)."""
 
 
 @functools.lru_cache(maxsize=1024)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import jax
@@ -148,6 +149,17 @@ def test_node_classes_compare_by_identity():
 
             def __eq__(self, other):
                 return True
+
+
+def test_a_dataclass_decorator_on_a_node_class_is_named_at_construction():
+    # @dataclasses.dataclass adds a value __eq__ (and __hash__ = None) after the class body:
+    # the walk raised "unhashable type" from inside.
+    @dataclasses.dataclass
+    class Decorated(sg.ReffableTreeNode):
+        x: float
+
+    with pytest.raises(sg.GraphTypeError, match="remove a @dataclasses.dataclass decorator"):
+        Decorated(1.0)
 
 
 class Leaf(sg.ReffableTreeNode):

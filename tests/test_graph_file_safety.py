@@ -96,6 +96,8 @@ def _edit_first_ref(meta, value):
     (lambda m: _set_field(m, "maybe", {"t": "int", "v": "3"}), r"the tag 'int' holding a str"),
     (lambda m: _set_field(m, "maybe", {"t": "pickle", "v": 1}), r"a 'pickle' value"),
     (lambda m: _set_field(m, "maybe", 7), r"a value without a type tag"),
+    # a pair of numbers too large for a float raised OverflowError
+    (lambda m: _set_field(m, "maybe", {"t": "complex", "v": [10 ** 400, 1.0]}), r"a 'complex' value"),
 ])
 def test_malformed_descriptions_are_named(tmp_path, edit, message):
     path, _ = _saved(tmp_path)
@@ -179,6 +181,41 @@ def test_a_failed_load_leaves_later_loads_intact(tmp_path):
     path, graph = _saved(tmp_path)
     with pytest.raises(sg.GraphFileError):
         sg.load(_rewrite(path, tmp_path / "bad.npz", lambda m: _edit_first_ref(m, 99)))
+    assert _same_graph(sg.load(path), graph)
+
+
+def _replace_entry(path, out, name, edit):
+    """Write ``out``: ``path`` with the bytes of zip entry ``name`` passed through ``edit``."""
+    with zipfile.ZipFile(path) as z:
+        entries = {n: z.read(n) for n in z.namelist()}
+    entries[name] = edit(entries[name])
+    with zipfile.ZipFile(out, "w") as z:
+        for n, raw in entries.items():
+            z.writestr(n, raw)
+    return out
+
+
+def _declare_shape(raw: bytes, shape: str) -> bytes:
+    """An .npy entry with its header's shape replaced (the header keeps its length)."""
+    header = raw[10:raw.index(b"\n") + 1].decode("latin1")
+    start, stop = header.index("'shape': ") + 9, header.index("), ") + 1
+    edited = (header[:start] + shape + header[stop:-1]).ljust(len(header) - 1) + "\n"
+    return raw[:10] + edited.encode("latin1") + raw[10 + len(header):]
+
+
+@pytest.mark.parametrize("name", ["a0.npy", "__simgraph__.npy"])
+def test_an_edited_array_header_or_entry_is_a_graph_file_error(tmp_path, name):
+    """numpy allocates an .npy header's shape before reading the data (a header declaring
+    petabytes raised MemoryError), and reads an entry without the .npy magic as bytes (an
+    AttributeError on its dtype)."""
+    path, graph = _saved(tmp_path)
+    huge = _replace_entry(path, tmp_path / "huge.npz", name,
+                          lambda raw: _declare_shape(raw, "(1000000000000000,)"))
+    with pytest.raises(sg.GraphFileError, match="header declares shape"):
+        sg.load(huge)
+    plain = _replace_entry(path, tmp_path / "plain.npz", name, lambda raw: b"not an array")
+    with pytest.raises(sg.GraphFileError, match="magic string"):
+        sg.load(plain)
     assert _same_graph(sg.load(path), graph)
 
 

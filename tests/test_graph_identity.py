@@ -1,5 +1,6 @@
 """Relative identity, cycles and structure-as-cache-key (issue: simgraph core)."""
 
+import re
 import threading
 from typing import ClassVar
 
@@ -10,6 +11,7 @@ import pytest
 
 import simgraph as sg
 from graph_models import Child, Equation, GradientProvider, Mixed, Parent, Ring, Shared, make_system
+from simgraph._keys import NodeRef
 
 
 def roundtrip(graph):
@@ -92,6 +94,37 @@ def test_static_values_are_structure():
     assert roundtrip(a).name == "a"
 
 
+def test_a_node_in_a_static_field_is_refused_where_it_is_set():
+    # A static node was kept as the original by every transform: after jit, `r.same` was the
+    # user's node while `r.ref` was the graph's copy (sharing lost), and jit's cache held it.
+    class Tagged(sg.ReffableTreeNode):
+        ref: GradientProvider
+        same: object = sg.static(default=None)
+
+    p = GradientProvider(jnp.asarray(1.0))
+    with pytest.raises(sg.GraphTypeError, match="Tagged.same is a static field and cannot hold a node"):
+        Tagged(p, same=p)
+    t = Tagged(p, same=("label", 2))
+    for value in (p, ("label", (p,)), frozenset([p])):
+        with pytest.raises(sg.GraphTypeError, match="Tagged.same is a static field"):
+            t.same = value
+    assert t.same == ("label", 2)  # untouched
+
+
+@pytest.mark.parametrize("keys", [lambda p, q: {p: 0.5}, lambda p, q: {(1, p): q},
+                                  lambda p, q: {p: 0.5, q: 0.7}])
+def test_a_dict_keyed_by_nodes_is_refused_at_its_field(keys):
+    # Keys are structure: after jit, `r.weights` was keyed by the user's nodes, not the
+    # copies (`r.pipes[0] in r.weights` was False); two node keys said "cannot be sorted".
+    class Net(sg.ReffableTreeNode):
+        pipes: list
+        weights: dict
+
+    p, q = GradientProvider(jnp.asarray(1.0)), GradientProvider(jnp.asarray(2.0))
+    with pytest.raises(sg.GraphTypeError, match=r"^\.weights: a dict is keyed by nodes"):
+        jax.jit(lambda g: g)(Net([p, q], keys(p, q)))
+
+
 def test_containers_of_references_and_data():
     s1, s2 = Shared(jnp.asarray(1.0)), Shared(jnp.asarray(2.0))
     m = Mixed({"w": jnp.arange(3.0), "ref": s1, "nested": [s2, 4.0]}, (s1, s2), maybe=s2, tag=("x", 1))
@@ -113,6 +146,25 @@ def test_key_paths_are_readable():
     paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(bundle)[0]]
     assert ".items[0].gradient.value" in paths and ".items[1].gradient.value" in paths
     assert ".items[2].gradient.value" not in paths  # shared with items[0]: stored once
+
+
+def test_key_paths_cost_linear_in_the_references(monkeypatch):
+    # Each container of references was rebuilt around a placeholder for every node of the
+    # graph: paths (tree_flatten_with_path, split, save) of 4000 pipes took 70 s.
+    made = []
+    init = NodeRef.__init__
+
+    def counting(self, index):
+        made.append(index)
+        init(self, index)
+
+    monkeypatch.setattr(NodeRef, "__init__", counting)
+    ends = [Shared(np.float64(i)) for i in range(300)]
+    pipes = [Mixed({"q": np.float64(i)}, (ends[i], ends[i - 1])) for i in range(300)]
+    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(sg.Bundle(*pipes))[0]]
+    assert len(made) < 10 * 300  # was 300 * 601
+    assert paths[:2] == [".items[0].data['q']", ".items[1].data['q']"]
+    assert ".items[0].refs[0].v" in paths and ".items[0].refs[1].v" in paths
 
 
 def test_separate_arguments_are_separate_roots_bundle_keeps_sharing():
@@ -176,6 +228,27 @@ def test_a_dict_of_unsortable_keys_is_refused_at_its_field(value):
         jax.tree_util.tree_flatten(bad)
 
 
+class _Elements(list):
+    """A list subclass: JAX does not flatten it (a leaf), unless registered."""
+
+
+@pytest.mark.parametrize("make", [lambda p: _Elements([p, 1.0]), lambda p: {p},
+                                  lambda p: [1.0, (frozenset([p]),)]])
+def test_nodes_inside_a_container_jax_does_not_flatten_are_refused(make):
+    # The nodes were left out of the graph: sg.nodes missed them and tree_map kept the
+    # originals, or applied f to the whole container (x * 2 doubled the list).
+    class Holder(sg.ReffableTreeNode):
+        table: object
+
+    p = GradientProvider(jnp.asarray(1.0))
+    bad = sg.Bundle(make_system(2, 1), Holder(make(p)))
+    for call in (lambda: sg.nodes(bad), lambda: jax.tree.map(lambda x: x * 2, bad)):
+        with pytest.raises(sg.GraphTypeError, match=r"\.items\[1\]\.table: a \w+ holds nodes"):
+            call()
+    both = sg.Bundle(Holder(_Elements([1.0])), Holder({2.0}))  # no nodes: leaves, as before
+    assert jax.tree.map(lambda x: x, both)[0].table == [1.0]
+
+
 def test_flatten_inside_a_method_during_flatten():
     class Weird(sg.ReffableTreeNode):
         payload: object
@@ -212,6 +285,20 @@ def test_large_chain_and_deep_tree_no_recursion_error():
     assert count == 100_000
     assert "Ring(" in repr(head)
     assert len(sg.nodes(head)) == 100_000
+
+
+def test_repr_never_recurses_through_dicts():
+    # A dict field was repr'd in full: every node behind it printed, and a chain of 5000
+    # nodes linked through dicts raised RecursionError.
+    class Linked(sg.ReffableTreeNode):
+        links: object
+
+    node = Linked(1.0)
+    for _ in range(5000):
+        node = Linked({"next": node, "w": 2.0})
+    assert re.fullmatch(r"Linked\(links=\{'next': <Linked at 0x[0-9a-f]+>, 'w': 2.0\}\)", repr(node))
+    assert repr(Linked((1.0,))) == "Linked(links=(1.0,))"  # a 1-tuple keeps its comma
+    assert repr(Linked(dict.fromkeys("abcde", 0))).endswith("'d': 0, ...})")
 
 
 def test_array_defaults_are_allowed_and_numpy_ones_not_shared():

@@ -2,6 +2,9 @@
 
 import ast
 import pathlib
+import random
+import sys
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -104,6 +107,32 @@ def test_structure_is_keyed_by_the_treedef():
     assert st.n_nodes == 1 and st.groups[0].fields[1].refs == ((0,),)
     with pytest.raises(dataclass_error()):
         st.n_nodes = 2  # frozen records
+
+
+def test_structure_cache_is_safe_across_threads():
+    # A thread's get and move_to_end raced another thread's eviction: KeyError(PyTreeDef).
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, so that the race shows
+    treedefs = [jax.tree_util.tree_structure(Ring(1.0, label=str(i))) for i in range(40)]
+    errors = []
+
+    def work(seed):
+        rng = random.Random(seed)
+        try:
+            for _ in range(3000):
+                sg.structure(treedefs[rng.randrange(len(treedefs))])
+        except Exception as e:  # noqa: BLE001 - collected for the assertion
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors
 
 
 def dataclass_error():

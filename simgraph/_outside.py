@@ -1,0 +1,47 @@
+"""Places where a node would sit outside the graph, kept as the original object by every
+transform: a static value or a dict key (structure, not data), or a container JAX does not
+flatten (a list/tuple/dict subclass, a set: one leaf). ``_node`` and ``_walk`` refuse them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_MAX_DEPTH = 64
+_OPAQUE = (list, tuple, dict, set, frozenset)  # a leaf of these types is a subclass, or a set
+
+
+def holds_node(value: Any, base: type, depth: int = 0) -> bool:
+    """Whether a hashable value (a static value, a dict key) is a node, or a tuple or
+    frozenset holding one."""
+    if isinstance(value, base):
+        return True
+    return (depth < _MAX_DEPTH and isinstance(value, (tuple, frozenset))
+            and any(holds_node(v, base, depth + 1) for v in value))
+
+
+def hiding(leaves: list, types: set, base: type) -> Any:
+    """The first of a container's ``leaves`` (of ``types``) that hides nodes, or None."""
+    if not any(issubclass(t, _OPAQUE) for t in types):
+        return None
+    return next((x for x in leaves if hides_nodes(x, base)), None)
+
+
+def hides_nodes(leaf: Any, base: type, depth: int = 0) -> bool:
+    """Whether ``leaf``, a leaf to JAX, is a list/tuple/dict subclass or a set that holds
+    nodes (at any depth of such containers)."""
+    if depth > _MAX_DEPTH or not isinstance(leaf, _OPAQUE):
+        return False
+    items = leaf.values() if isinstance(leaf, dict) else leaf
+    return any(isinstance(v, base) or hides_nodes(v, base, depth + 1) for v in items)
+
+
+NODE_KEYS = ("a dict is keyed by nodes, but keys are structure, not part of the graph: "
+             "transforms would keep the original nodes as keys, not the graph's copies. Key it "
+             "by a name (e.g. a str), or hold (node, value) pairs in a list.")
+
+
+def hidden_message(kind: str) -> str:
+    """Why a ``kind`` (a leaf to JAX) holding nodes is refused, and what to use instead."""
+    return (f"a {kind} holds nodes, but JAX does not flatten a {kind} (it is not a registered "
+            "pytree), so transforms would leave them out of the graph. Use a plain list, tuple "
+            "or dict, or register the type with jax.tree_util.register_pytree_node.")

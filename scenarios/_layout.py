@@ -35,7 +35,8 @@ def graph_layout(n: int, edges: Sequence[tuple[int, int]], iterations: int = 100
 def _hop_distances(n: int, edges) -> np.ndarray:
     """Shortest-path hop counts; pairs in different components get the largest distance + 1."""
     pairs = np.asarray(list(edges), dtype=np.int64).reshape(-1, 2)
-    adjacency = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    adjacency = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])),
+                           shape=(n, n)).tocsr()   # SciPy's dense (Floyd-Warshall) path needs CSR
     dist = shortest_path(adjacency, directed=False, unweighted=True)
     finite = np.isfinite(dist)
     dist[~finite] = (dist[finite].max() if finite.any() else 0.0) + 1.0

@@ -70,6 +70,16 @@ def test_bad_files_exit_2_naming_file_and_line(capsys, tmp_path, case):
     _assert_one_line(code, capsys.readouterr().err, fragment)
 
 
+def test_eps_of_a_file_without_duration_says_what_to_change_on_the_command_line(
+        capsys, tmp_path) -> None:
+    """It pointed a command-line user at build_water(network).solve() and duration=seconds."""
+    path = _edited(tmp_path, "water/Net1.inp", "snap.inp", "24:00", "0:00")
+    code = _cli.main(["run", "water", "--input", path, "--eps"])
+    err = capsys.readouterr().err
+    _assert_one_line(code, err, "has DURATION 0 in [TIMES]")
+    assert "without --eps" in err and "build_water" not in err
+
+
 @pytest.mark.parametrize("argv, fragment", [
     (["--sweep", "V1=0:9:1000000000000"], "COUNT 1000000000000 is more than the 10,000,000 points"),
     (["--json", "{missing}/x.json"], "the folder '{missing}' does not exist"),

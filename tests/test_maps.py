@@ -103,6 +103,16 @@ def test_layout_keeps_graph_neighbours_closer_than_far_nodes():
     assert np.array_equal(xy, graph_layout(12, ring))  # deterministic
 
 
+@pytest.mark.parametrize("n, edges", [(2, [(0, 1)]), (3, [(0, 1), (1, 2), (2, 0)])])
+def test_layout_of_small_dense_graphs(n, edges):
+    """SciPy solves small dense graphs with Floyd-Warshall, which refused the COO matrix:
+    '--plot' of a two-pipe network without coordinates failed with 'csgraph must be lil,
+    csr, or csc format'."""
+    xy = graph_layout(n, edges)
+    assert xy.shape == (n, 2) and np.isfinite(xy).all()
+    assert len({tuple(np.round(p, 6)) for p in xy}) == n
+
+
 def test_power_flow_map_colours_buses_by_voltage(tmp_path):
     report = powerflow.run(powerflow.EXAMPLE)
     fig = Figure(layout="constrained")

@@ -223,6 +223,13 @@ ERRORS = [
     ("[JUNCTIONS]\nJ 1\nK 2\n[PIPES]\nP J K 100 0 100", 5, "diameter of pipe 'P' is 0"),
     ("[TANKS]\nT 1 9 0 5 10", 2, "initial level 9 is not between"),
     ("J 1\n[JUNCTIONS]", 1, "data before the first"),
+    ("[RESERVOIRS]\nR 10\n[TANKS]\nT 1 5 0 9 10", 2, "the file defines no junction"),
+    ("[JUNCTIONS]\nJ 1\n[RESERVOIRS]\nR 5\n[PUMPS]\nP R J HEAD C\n[CURVES]\nC 10 50\nC 20 60\n"
+     "C 30 10\nC 40 0", 6, "heads that do not fall"),
+    ("[OPTIONS]\nUnits LPS\nRQTOL abc", 3, "bad number 'abc' for RQTOL"),
+    ("[OPTIONS]\nRQTOL 0", 2, "RQTOL is 0, it must be > 0"),
+    ("[OPTIONS]\nRQTOL 1.5", 2, "RQTOL is 1.5, it must be < 1"),
+    ("[OPTIONS]\nSpecific Gravity x", 2, "bad number 'x' for SPECIFIC GRAVITY"),
 ]
 
 

@@ -185,6 +185,25 @@ def test_malformed_json(tmp_path: Path, text: str, line, words: str) -> None:
     assert info.value.line == line and str(path) in str(info.value) and words in str(info.value)
 
 
+@pytest.mark.parametrize("where, key, value, words", [
+    ("branches", "r", "NaN", ".branches[1]: r is nan"),
+    ("buses", "Pd", "Infinity", ".buses[4]: Pd is inf"),
+    ("buses", "id", "1e400", "cannot convert float infinity"),   # was a raw OverflowError
+    ("branches", "tap", "0", ".branches[1]: tap is 0"),
+])
+def test_json_numbers_that_are_not_finite_are_refused(tmp_path: Path, where: str, key: str,
+                                                      value: str, words: str) -> None:
+    """json reads NaN, Infinity and 1e400; they reached Newton, which failed without saying
+    why (a zero tap divides by zero)."""
+    doc = json.loads((DATA / "case9.json").read_text())
+    doc[where][1 if where == "branches" else 4][key] = "@"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc).replace('"@"', value))
+    with pytest.raises(FormatError) as info:
+        read_case_json(path)
+    assert str(path) in str(info.value) and words in str(info.value)
+
+
 def test_missing_json_case_is_our_error(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match="cannot read the case"):
         read_case_json(tmp_path / "absent.json")

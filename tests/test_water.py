@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scenarios.water import (IslandError, WaterConstants, build_water, elements, read_inp)
+from scenarios.water import (IslandError, WaterConstants, build_water, elements, read_inp,
+                             simulate_eps)
 
 DATA = Path(__file__).parent / "data" / "water"
 NETWORKS = ["Todini_Fig2_solA_CMH", "Net1", "Net2"]
@@ -158,6 +159,37 @@ def test_pump_kinds_minor_loss_closed_link_and_dead_end() -> None:
         net_in = sum(r.flow(l.name) * ((l.end == j.name) - (l.start == j.name))
                      for l in (*net.pipes, *net.pumps))
         assert net_in == pytest.approx(j.demand, abs=1e-12)
+
+
+POWER_SPEED = """
+[JUNCTIONS]
+J1  0  10
+[RESERVOIRS]
+R1  10
+[PUMPS]
+PU1  R1  J1  POWER 5  {speed}
+[PATTERNS]
+SP  0.8  0.5
+[OPTIONS]
+Units LPS
+[TIMES]
+Duration 2
+[END]
+"""
+
+
+def test_constant_power_pump_speed_scales_the_power_by_its_cube() -> None:
+    """EPANET 2.2 (``pumpcoeff``: ``r = R w^(2-N)``, N = -1) gives a constant-power pump at
+    speed w the power w^3 P; the speed was ignored (5 kW at any speed). J1 takes all 10 L/s:
+    H(J1) = 10 m + w^3 P / (rho g q), 36.116 m at w = 0.8 (it was 61.01 m)."""
+    net = read_inp(POWER_SPEED.format(speed="SPEED 0.8"))
+    model = build_water(net, "epanet")
+    lift = lambda w: w ** 3 * 5000.0 / (model.constants.rho_g * 0.01)  # noqa: E731
+    assert model.solve().head("J1") == pytest.approx(10.0 + lift(0.8), abs=1e-9)
+    assert simulate_eps(net).heads["J1"][0] == pytest.approx(10.0 + lift(0.8), abs=1e-9)
+    patterned = simulate_eps(read_inp(POWER_SPEED.format(speed="PATTERN SP")))
+    assert patterned.heads["J1"][:2] == pytest.approx([10.0 + lift(0.8), 10.0 + lift(0.5)],
+                                                      abs=1e-9)
 
 
 ISLAND = """

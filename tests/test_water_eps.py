@@ -24,6 +24,7 @@ instead of our (and EPANET-at-1e-8's) 76778 s: Net3 is compared with the tight r
 """
 import dataclasses
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -190,6 +191,45 @@ def test_edited_net1_matches_epanet(name, held):
         assert closed[0] == start and closed[-1] == end
     d_level, d_head, d_flow = _deviations(result, steps)
     assert d_level < 1e-7 and d_head < 1e-7 and d_flow < 1e-8, (d_level, d_head, d_flow)
+
+
+_PRESSURE_CONTROL = """[JUNCTIONS]
+ J1 0 5
+ J2 0 5
+[RESERVOIRS]
+ R1 100
+[PIPES]
+ P1 R1 J1 1000 200 100
+ P2 J1 J2 500 150 100
+ P3 R1 J2 5000 100 100
+[CONTROLS]
+ LINK P2 CLOSED IF NODE J1 ABOVE {level}
+[OPTIONS]
+ Units {units}
+ Specific Gravity {gravity}
+ {pressure}
+[TIMES]
+ Duration 1
+[END]
+"""
+
+
+@pytest.mark.parametrize("units, gravity, level, pressure, status", [
+    ("LPS", 1.5, 120, "", 0),               # 120 m at SG 1.5: grade 80 m, J1 at 99.1 m
+    ("LPS", 1.0, 120, "", 1),               # grade 120 m: stays open
+    ("LPS", 1.0, 900, "Pressure KPA", 0),   # 900 kPa: grade 91.8 m
+    ("GPM", 1.0, 40, "Pressure Meters", 0),  # US units: psi whatever PRESSURE says, 92.3 ft
+])
+def test_pressure_control_levels_in_the_files_pressure_units(units, gravity, level, pressure,
+                                                             status):
+    """EPANET's ``initunits``: ``Ucf[PRESSURE]`` is psi x SG for US flow units (the PRESSURE
+    option only matters for SI ones) and m x SG or kPa x SG for SI; SG scaled psi and kPa
+    only, and US files took the PRESSURE option (both controls stayed open)."""
+    net = read_inp(_PRESSURE_CONTROL.format(units=units, gravity=gravity, level=level,
+                                            pressure=pressure))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert simulate_eps(net).status["P2"].tolist() == [status, status]
 
 
 @pytest.mark.parametrize("name, link", [("Net1_xhead", "9"), ("Net1_cv", "110")])

@@ -142,6 +142,32 @@ def test_snapshot_equals_the_link_closed_in_the_file() -> None:
         assert by_check.head(node) < by_file.head(node)
 
 
+def test_pump_closed_in_the_file_and_opened_by_a_control_at_t0_runs() -> None:
+    """[STATUS] CLOSED, then ``AT TIME 0`` OPEN: the pump runs at speed 1 in the snapshot as in
+    EPANET and the extended-period run (the shutoff check read the file's speed 0 and held
+    it closed)."""
+    text = PUMP.replace("R2 60", "R2 20")
+    opened = text.replace("[OPTIONS]", "[STATUS]\n PU1 Closed\n[CONTROLS]\n"
+                                        " LINK PU1 OPEN AT TIME 0\n[OPTIONS]")
+    net = read_inp(opened)
+    result = _quiet_solve(net)
+    plain = _quiet_solve(read_inp(text))
+    assert result.closed == () and result.flow("PU1") > 0.0
+    assert result.flow("PU1") == pytest.approx(plain.flow("PU1"), abs=1e-12)
+    assert result.flow("PU1") == pytest.approx(simulate_eps(net).flows["PU1"][0], abs=1e-12)
+
+
+def test_pump_slowed_by_its_speed_pattern_at_t0_is_checked_at_that_speed() -> None:
+    """Speed 0.5 from its pattern: shutoff head 0.25 x 26.67 m < the 10 m lift, so EPANET
+    closes the pump (XHEAD); the check used the file's speed 1 and the pump ran backwards
+    at -14.1 L/s."""
+    text = PUMP.replace("R2 60", "R2 20").replace("HEAD C1", "HEAD C1 PATTERN SP")
+    net = read_inp(text.replace("[OPTIONS]", "[PATTERNS]\n SP 0.5\n[OPTIONS]"))
+    result = _quiet_solve(net)
+    assert result.closed == ("PU1",) and result.flow("PU1") == 0.0
+    assert simulate_eps(net).status["PU1"][0] == 0
+
+
 def test_tank_below_its_maximum_fills() -> None:
     result = _quiet_solve(read_inp(FULL.format(init=10, diameter=10)))
     assert result.closed == () and result.status("P3") == 1

@@ -1,6 +1,8 @@
 """The validation JSON power-flow format (``acpf/*.json``, "holdout-acpf-v1") to a PowerCase."""
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 from pathlib import Path
 
@@ -24,7 +26,7 @@ def read_case_json(path: str | os.PathLike) -> PowerCase:
     data = parse_json(name, text, "power-flow case")
     try:
         return _case(name, data)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
         problem = exc.args[0] if exc.args else repr(exc)
         raise FormatError(name, None, f"malformed case: {problem}",
                           "expected the holdout-acpf-v1 layout of acpf/README.md") from None
@@ -73,5 +75,23 @@ def _case(path: str, data: dict) -> PowerCase:
             raise ValueError(f".generators[{g}]: unknown bus {gen['bus']!r}")
         generators.append(Generator(int(gen["bus"]), index[gen["bus"]], float(gen["Pg_spec"]),
                                     float(gen["Qg_spec"]), float(gen["Vg"])))
-    return PowerCase(str(data.get("case", Path(path).stem)), float(data["base_mva"]),
+    for where, items in ((".buses", buses), (".branches", branches),
+                         (".generators", generators)):
+        for k, item in enumerate(items):
+            _check_finite(item, f"{where}[{k}]")
+    base = float(data["base_mva"])
+    if not (math.isfinite(base) and base > 0.0):
+        raise ValueError(f"base_mva must be a finite positive number, got {base}")
+    return PowerCase(str(data.get("case", Path(path).stem)), base,
                      tuple(buses), tuple(branches), tuple(generators))
+
+
+def _check_finite(item, where: str) -> None:
+    """Refuse NaN and infinite numbers (JSON's NaN, Infinity, 1e400) and a zero tap: the
+    power flow would run on them and fail without saying why."""
+    for field in dataclasses.fields(item):
+        value = getattr(item, field.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{where}: {field.name} is {value}, it must be a finite number")
+    if getattr(item, "tap", 1.0) == 0.0:
+        raise ValueError(f"{where}: tap is 0; give the off-nominal ratio (1.0 for a line)")

@@ -70,7 +70,7 @@ def _pump(p: PumpData, nodes: dict, hyd: Hydraulics, consts: WaterConstants, rat
     a, b = nodes[p.start], nodes[p.end]
     w = p.speed_t0
     if p.pump_type == "POWER":
-        return PowerPump(a, b, hyd, p.power, w * CFS / ratio)  # EPANET starts at 1 cfs
+        return PowerPump(a, b, hyd, p.power, w, w * CFS / ratio)  # EPANET starts at 1 cfs
     points = p.curve_points
     if p.curve_model != "power":
         flows = np.asarray([q for q, _ in points], dtype=np.float64)

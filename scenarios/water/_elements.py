@@ -169,16 +169,18 @@ class CurvePump(_Link):
 
 
 class PowerPump(_Link):
-    """Constant-power pump: ``(H_end - H_start) q = P / (rho g)``, as EPANET evaluates it:
-    gain ``P/(rho g q)``, continued as ``max_gradient * q`` at tiny flows and as ``rq_tol * q``
-    where its gradient falls below ``rq_tol`` (both continuous)."""
+    """Constant-power pump at relative speed ``speed`` (w): ``(H_end - H_start) q = w^3 P /
+    (rho g)``, as EPANET 2.2 evaluates it: gain ``w^3 P/(rho g q)``, continued as
+    ``max_gradient * q`` at tiny flows and as ``rq_tol * q`` where its gradient falls below
+    ``rq_tol`` (both continuous)."""
 
     power: jax.Array
+    speed: jax.Array = 1.0
     flow: jax.Array = sg.unknown(default=0.0)
 
     def gain(self):
         c, q = self.hydraulics, self.flow
-        k = self.power / c.rho_g
+        k = self.speed ** 3 * self.power / c.rho_g
         low = (q <= 0) | (c.max_gradient * q * q < k)
         high = ~low & (c.rq_tol * q * q > k)
         q_safe = jnp.where(low | high, 1.0, q)

@@ -133,7 +133,7 @@ class EPSGraph:
             rows, names = np.asarray([i for i, _ in members]), [n for _, n in members]
             table = "pipes" if kind == "SwitchedPipe" else "pumps"
             self._groups.append((f"{kind}.status", "link_open", rows, table, names, "status"))
-            if kind in ("SwitchedPump", "SwitchedCurvePump"):
+            if kind in ("SwitchedPump", "SwitchedCurvePump", "SwitchedPowerPump"):
                 self._groups.append((f"{kind}.speed", "pump_speeds", rows - n_pipes, table,
                                      names, "speed"))
         self._orders = [self._order(key, table, names, field)

@@ -15,6 +15,10 @@ __all__ = ["eps_report"]
 def eps_report(net: WaterNetwork, name: str, solver_label: str, method: Any = None) -> Report:
     """Run ``net`` over its DURATION and report tank levels (rows, plot) and the report-grid
     JSON ``{"analysis": "eps", "time", "tank_levels", "heads", "flows", ...}``."""
+    if net.duration_s <= 0:
+        raise ValueError(f"--eps: network {name!r} has DURATION 0 in [TIMES] (a single "
+                         "snapshot); give it a duration there (e.g. 'Duration 24:00') or run "
+                         "without --eps for the t = 0 snapshot")
     result = simulate_eps(net, method=method)
     doc = {**result.to_json(), "solver": solver_label}
     hours = np.asarray(doc["time"]) / 3600.0

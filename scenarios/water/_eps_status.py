@@ -93,14 +93,14 @@ _PRESSURE_PER_FT = {"PSI": 0.4333, "KPA": 6.895 * 0.4333, "BAR": 0.068948 * 0.43
 
 
 def pressure_per_ft(net) -> float:
-    """The file's pressure units per ft of water (PRESSURE and SPECIFIC GRAVITY options;
-    METERS for SI flow units, PSI for US ones, by default)."""
+    """The file's pressure units per ft of water, times the SPECIFIC GRAVITY, as EPANET's
+    ``Ucf[PRESSURE]`` (``initunits``): PSI for US flow units, whatever PRESSURE says; for SI
+    ones the PRESSURE option, METERS by default."""
     opts = {k.upper(): v for k, v in net.options.items()}
     unit = opts.get("PRESSURE", "").upper()
-    unit = next((u for u in _PRESSURE_PER_FT if unit and u.startswith(unit[:3])),
-                "PSI" if net.units.is_us else "METERS")
-    gravity = float(opts.get("SPECIFIC GRAVITY", 1.0)) if unit in ("PSI", "KPA", "BAR") else 1.0
-    return _PRESSURE_PER_FT[unit] * gravity
+    unit = "PSI" if net.units.is_us else next(
+        (u for u in _PRESSURE_PER_FT if unit and u.startswith(unit[:3])), "METERS")
+    return _PRESSURE_PER_FT[unit] * float(opts.get("SPECIFIC GRAVITY", 1.0))
 
 
 def pressure_switch(state: EPSState, node_heads: dict) -> bool:

@@ -82,6 +82,11 @@ class _InpReader:
         for line in s["TANKS"]:
             node = self._tank(line, units)
             (reservoirs if isinstance(node, Reservoir) else tanks).append(node)
+        if not raw_junctions:
+            first = (s["RESERVOIRS"] or s["TANKS"])[0].number
+            raise FormatError(self.path, first, "the file defines no junction: [JUNCTIONS] is "
+                              "empty or missing (EPANET's error 223), so there is no head to "
+                              "solve for", "add the junctions that the reservoirs and tanks feed")
         self._demands(s["DEMANDS"], raw_junctions)
         junctions = [self._finish_junction(j, units, dmult, default_pattern)
                      for j in raw_junctions]
@@ -131,7 +136,20 @@ class _InpReader:
                 default_pattern = value[0]
             elif key.startswith("DEMA"):
                 dmult = self._demand_option(line, value, dmult)
+            elif key.startswith(("RQTOL", "SPEC")):
+                self._positive_option(line, key)
         return flow_units, headloss, dmult, default_pattern
+
+    def _positive_option(self, line: Line, key: str) -> None:
+        """RQTOL and SPECIFIC GRAVITY, which the model reads: numbers > 0 (RQTOL < 1), as
+        EPANET's ``optionvalue`` requires (its error 213)."""
+        if key.startswith("SPEC") and len(line) < 3:
+            return                      # "Specific Gravity" without a value: the default
+        what = " ".join(line.tokens[:-1]).upper()
+        value = self.num(line, len(line) - 1, what, 0.0, strict=True)
+        if key.startswith("RQTOL") and value >= 1.0:
+            raise self.error(line, f"{what} is {line.tokens[-1]}, it must be < 1",
+                             "EPANET's default is 1e-7")
 
     def _demand_option(self, line: Line, value: list, dmult: float) -> float:
         """DEMAND MULTIPLIER (returned) or DEMAND MODEL (DDA only) of [OPTIONS]."""
@@ -361,6 +379,10 @@ class _InpReader:
         if fit is None and any(b[0] <= a[0] for a, b in zip(points, points[1:])):
             raise self.error(line, f"head curve {curve!r} of pump {pump!r} has flows that do "
                                    "not increase", "sort the points by flow")
+        if fit is None and any(b[1] >= a[1] for a, b in zip(points, points[1:])):
+            raise self.error(line, f"head curve {curve!r} of pump {pump!r} has heads that do "
+                                   "not fall from point to point (EPANET's error 227)",
+                             "make each head lower than the one before")
         model = "custom" if fit is None else "power"
         a, b, c = fit if fit is not None else (None, None, None)
         return dict(curve=curve, curve_points=points, curve_model=model, A=a, B=b, C=c)

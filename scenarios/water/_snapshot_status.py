@@ -30,11 +30,12 @@ __all__ = ["solve_snapshot", "snapshot_state", "tank_limited", "status_closed"]
 
 
 def snapshot_state(network: WaterNetwork) -> EPSState:
-    """The extended-period state at t = 0 with the snapshot's link statuses (after the
-    controls that fire at t = 0)."""
+    """The extended-period state at t = 0 with the snapshot's link statuses and pump speeds
+    (after the speed patterns and the controls that fire at t = 0)."""
     state = EPSState(network, Clock(network, max(network.duration_s, 0),
                                     max(network.hydraulic_step_s, 1)))
     state.open = np.asarray([is_open(link) for link in state.links])
+    state.setting[len(network.pipes):] = [p.speed_t0 for p in network.pumps]
     return state
 
 

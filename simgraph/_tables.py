@@ -9,6 +9,8 @@ for the helpers that compare, update, save or lower graphs.
 from __future__ import annotations
 
 import collections
+import contextlib
+import gc
 from typing import Any
 
 import jax
@@ -20,9 +22,35 @@ from ._walk import CHILD, CHILD_REFS, _node_base, traverse
 
 def unflatten(aux: tuple, children) -> Any:
     """Rebuild a graph: one new object per id, references wired to the new objects."""
+    count = sum(len(g[1]) for g in aux)
+    if count < _GC_PAUSE_NODES:
+        return _rebuild(aux, children, count)
+    with _gc_paused():
+        return _rebuild(aux, children, count)
+
+
+#: From this many nodes a rebuild runs with the cyclic garbage collector paused: its new
+#: objects (none of them garbage yet) triggered a collection every 700 allocations, and the
+#: older generations' collections walk JAX's whole heap: most of a 2000-node ladder's
+#: rebuild. The allocations counted meanwhile trigger one young collection afterwards.
+_GC_PAUSE_NODES = 256
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _rebuild(aux: tuple, children, count: int) -> Any:
     if _walk._fastwalk is not None:  # the same, in C
-        return _walk._fastwalk.unflatten(aux, children, sum(len(g[1]) for g in aux), _swap_refs)
-    nodes: list = [None] * sum(len(group[1]) for group in aux)
+        return _walk._fastwalk.unflatten(aux, children, count, _swap_refs)
+    nodes: list = [None] * count
     new = object.__new__
     for cls, members, _, _ in aux:
         for k in members:

@@ -207,6 +207,32 @@ def test_method_failures_name_the_node_and_the_method():
     assert issubclass(MethodError, ModelError) and issubclass(ModelError, sg.GraphError)
 
 
+def test_a_residual_that_returns_nothing_names_the_node_in_both_evaluations():
+    class Forgot(sg.ReffableTreeNode):
+        y: jax.Array = sg.unknown(default=0.0)
+
+        def residual(self):
+            self.y - 1.0  # noqa: B018 (the `return` is missing)
+
+    for mode in ("grouped", "objectwise"):
+        with pytest.raises(MethodError, match=r"\.equations\[0\].*Forgot\.residual\(\) returned None"):
+            System.build(Equations([Forgot()]), evaluation=mode)
+
+
+def test_contributions_of_one_bare_pair_name_the_element_in_both_evaluations():
+    class Bare(sg.ReffableTreeNode):
+        a: Node
+
+        def contributions(self):
+            return (self.a, self.a.v)  # one pair, not a sequence of pairs
+
+    circuit = resistor_chain(1)
+    circuit.elements.append(Bare(circuit.nodes[1]))
+    for mode in ("grouped", "objectwise"):
+        with pytest.raises(MethodError, match=r"^\.elements\[2\]: Bare\.contributions\(\) must return"):
+            System.build(circuit, evaluation=mode)
+
+
 def test_no_unknowns_is_reported():
     with pytest.raises(EquationCountError, match="no unknowns"):
         System.build(Circuit([], []))

@@ -158,6 +158,57 @@ def _diode_chain(n):
     return graph
 
 
+class Sense(sg.ReffableTreeNode):
+    """Reads two hops away only through ``isinstance`` and ``is``: the port's first end is
+    tested, never read."""
+
+    a: Node
+    port: Port
+
+    def contributions(self):
+        grounded = 1.0 if isinstance(self.port.a, Ground) else 0.0
+        same = 1.0 if self.port.a is self.a else 0.0
+        return ((self.a, (1.0 + grounded + 2.0 * same) * self.a.v),)
+
+
+def test_class_and_identity_tests_two_hops_away_match_objectwise():
+    ground, n1, n2 = Ground(), Node(), Node()
+    elements = [VoltageSource(n1, ground, 1.0), Resistor(n1, n2, 1.0)]
+    elements += [Sense(n2, Port(a, n1)) for a in (ground, n2, n1, n2, ground)]
+    graph = Circuit([ground, n1, n2], elements)
+    _agree(graph, 0)
+
+
+class Held(sg.ReffableTreeNode):
+    v: jax.Array = sg.unknown(default=0.0)
+
+
+class Mirror(sg.ReffableTreeNode):
+    """Equations of a node it holds no data of: ``node.v = 1``."""
+
+    node: Held
+
+    def residual(self):
+        return self.node.v ** 3 - 1.0
+
+
+class Push(sg.ReffableTreeNode):
+    """No data and only a reference to a node with no data: its first probe maps nothing."""
+
+    mirror: Mirror
+
+    def contributions(self):
+        return ((self.mirror, 0.5 * self.mirror.node.v),)
+
+
+def test_elements_whose_neighbours_hold_no_data_are_grouped():
+    nodes = [Held(), Held(1.5), Held(2.0)]
+    mirrors = [Mirror(n) for n in nodes]
+    graph = Circuit(nodes, mirrors + [Push(m) for m in mirrors] + [Push(mirrors[0])])
+    _agree(graph, 0)
+    assert System.build(graph).evaluation == "grouped"
+
+
 def test_traced_program_does_not_grow_with_the_number_of_elements():
     small = System.build(_diode_chain(100), evaluation="grouped")
     large = System.build(_diode_chain(10_000), evaluation="grouped")
@@ -216,6 +267,35 @@ def test_auto_falls_back_to_objectwise_for_three_hop_reads():
     from solvers.lowering._model_errors import LoweringError
 
     with pytest.raises(LoweringError, match=r"self\.via\.ctrl\.a"):
+        System.build(graph, evaluation="grouped")
+
+
+def test_auto_falls_back_to_objectwise_when_alike_terms_go_to_residuals_of_two_shapes():
+    class Twin(sg.ReffableTreeNode):
+        """``held.v = 1``, of whatever shape ``held.v`` has."""
+
+        held: Held
+
+        def residual(self):
+            return self.held.v - 1.0
+
+    class Bias(sg.ReffableTreeNode):
+        twin: Twin
+        k: jax.Array = 0.5
+
+        def contributions(self):
+            return ((self.twin, self.k),)  # a scalar term: broadcast to the twin's shape
+
+    pair, triple = Held(jnp.zeros(2)), Held(jnp.zeros(3))
+    twins = [Twin(pair), Twin(triple)]
+    graph = Equations([pair, triple, *twins, Bias(twins[0]), Bias(twins[1])])
+    with pytest.warns(UserWarning, match="one target shape per term"):
+        system = System.build(graph)
+    assert system.evaluation == "objectwise"
+    np.testing.assert_allclose(system.residual(system.x0, system.params), [-0.5] * 5)
+    from solvers.lowering._model_errors import LoweringError
+
+    with pytest.raises(LoweringError, match=r"\.equations\[5\].*\.equations\[3\].*objectwise"):
         System.build(graph, evaluation="grouped")
 
 

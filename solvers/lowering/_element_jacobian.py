@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _groups
-from ._grouped import Stores, gather, index
+from ._grouped import Stores, gather, index, vmap
 from ._pattern import bits, dependencies
 
 #: Groups of at least this many elements take their directions in a loop (``lax.map``), not
@@ -69,14 +69,14 @@ class _GroupTerms:
         data = gather(self.group, stores)
         count = self.group.count
         if not self.width:
-            return jax.vmap(fn)(data), [jnp.zeros(p.shape, dtype) for p in self.positions]
+            return vmap(fn, self.group)(data), [jnp.zeros(p.shape, dtype) for p in self.positions]
         us = [data[j][c] for j, c in self.inputs]
 
         def group_fn(us):
             d = [None if slot is None else list(slot) for slot in data]
             for (j, c), u in zip(self.inputs, us):
                 d[j][c] = u
-            return jax.vmap(fn)(d)
+            return vmap(fn, self.group)(d)
 
         outs, linear = jax.linearize(group_fn, us)
         directions = self._directions(us)

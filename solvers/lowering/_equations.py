@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 
 from . import _kinds
-from ._model_errors import ContributionError, EquationCountError, listing
+from ._model_errors import ContributionError, EquationCountError, LoweringError, listing
 
 
 @dataclasses.dataclass(eq=False)
@@ -60,11 +60,14 @@ def target_shape(an, eq: Equations, elements, targets, term_shape: tuple, index:
                      f"{_cls(an, t)} (e.g. returning zeros of the contributions' shape)")
     ids = eq.shape_id[targets]
     odd = np.flatnonzero(ids != ids[0])
-    if len(odd):
+    if len(odd):  # only alike elements evaluated together (grouped) can meet this
         e, t = int(elements[odd[0]]), int(targets[odd[0]])
-        return _fail(an, e, t, index, f"whose residual has shape {eq.shape(t)}, while the same "
-                     f"contribution of other elements of this kind goes to residuals of shape "
-                     f"{eq.shape(int(targets[0]))}")
+        raise LoweringError(
+            f"{_kinds.node_path(an, e)}: {_cls(an, e)}.contributions() term {index} goes to "
+            f"{_kinds.node_path(an, t)}, whose residual has shape {eq.shape(t)}, while the same "
+            f"term of alike elements goes to residuals of shape {eq.shape(int(targets[0]))}: "
+            "grouped evaluation needs one target shape per term. Give those residuals one "
+            "shape, or use evaluation='objectwise' (slow for large graphs).")
     tshape = eq.shapes[int(ids[0])]
     try:
         ok = np.broadcast_shapes(term_shape, tshape) == tshape

@@ -22,9 +22,12 @@ def as_output(value, cls: type, method: str):
     """A method's return value as an array, or a clear error."""
     try:
         return jnp.asarray(value)
-    except TypeError:
+    except ModelError:  # a reference too far away, read by the conversion
+        raise
+    except (TypeError, ValueError):  # jnp.asarray(None) raises ValueError
+        what = "None (is a `return` missing?)" if value is None else type(value).__name__
         raise MethodError(
-            f"{cls.__name__}.{method}() returned {type(value).__name__}; it must return an array "
+            f"{cls.__name__}.{method}() returned {what}; it must return an array "
             "or a number (for contributions(): pairs (node, array))."
         ) from None
 
@@ -40,6 +43,12 @@ def _pairs(items, cls, method: str = "contributions"):
             f"{type(items).__name__}: e.g. `return ((self.a, x), (self.b, -x))`."
         )
     return pairs
+
+
+def vmap(fn, group, **options):
+    """``jax.vmap`` of ``fn`` over the members of ``group``, told their count: a group whose
+    data has no array (references only, e.g. a wrapper of a wrapper) still maps."""
+    return jax.vmap(fn, axis_size=group.count, **options)
 
 
 def element_fn(an, group, record: dict):
@@ -94,11 +103,11 @@ def step_fn(an, group):
 def probe(an, group) -> int | None:
     """Trace a group's methods abstractly: record shapes and targets, or return a hop to expand."""
     kind = an.kinds[group.kind]
-    record: dict = {"method": "residual"}
+    record: dict = {"method": "residual" if kind.method("residual") else "contributions"}
     data = _groups.abstract_data(an, group)
     try:
         if kind.method("residual") or kind.method("contributions"):
-            outs = jax.eval_shape(jax.vmap(element_fn(an, group, record)), data)
+            outs = jax.eval_shape(vmap(element_fn(an, group, record), group), data)
             group.out_dtypes = tuple(np.dtype(o.dtype) for o in outs)
             shapes = [tuple(o.shape[1:]) for o in outs]
             if kind.method("residual"):
@@ -106,7 +115,7 @@ def probe(an, group) -> int | None:
             group.con_targets, group.con_shapes = record.get("targets", ()), tuple(shapes)
         if kind.method("step_limit"):
             record["method"] = "step_limit"
-            jax.eval_shape(jax.vmap(step_fn(an, group)), data, data)
+            jax.eval_shape(vmap(step_fn(an, group), group), data, data)
             group.has_step = True
     except _groups.NeedHop as need:
         return need.slot
@@ -185,7 +194,7 @@ class Grouped:
 
     def residual(self, x, params):
         stores = Stores(self.an, x, params)
-        return self.assemble([(g, jax.vmap(self.fns[id(g)])(gather(g, stores)))
+        return self.assemble([(g, vmap(self.fns[id(g)], g)(gather(g, stores)))
                               for g in self.groups if self.outputs[id(g)]])
 
     def assemble(self, outputs: list):
@@ -205,7 +214,7 @@ class Grouped:
         if not self.steps:
             return None
         old, new = Stores(self.an, x, params), Stores(self.an, x + dx, params)
-        mins = [jnp.min(jax.vmap(self.steps[id(g)])(gather(g, old), gather(g, new)))
+        mins = [jnp.min(vmap(self.steps[id(g)], g)(gather(g, old), gather(g, new)))
                 for g in self.groups if g.has_step]
         return jnp.minimum(jnp.min(jnp.stack([jnp.asarray(m, x.dtype) for m in mins])), 1)
 

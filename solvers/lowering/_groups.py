@@ -83,6 +83,10 @@ class _Trap:
             raise AttributeError(name)
         self._fail()
 
+    @property
+    def __class__(self):  # read by isinstance(): a class test is a use too
+        self._fail()
+
     __getitem__ = __iter__ = __len__ = __bool__ = __call__ = __array__ = __jax_array__ = _fail
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _fail
     __rtruediv__ = __neg__ = __pow__ = __float__ = __lt__ = __gt__ = __le__ = __ge__ = _fail
@@ -195,12 +199,31 @@ def make_views(an, group: Group, data: list) -> list:
                 return views[c]
             path = group.slots[j].path
             hop = path[0] if len(path) == 1 else None
+            same = _presented_as(an, group, j, s, hop)
+            if same is not None:
+                return views[same]
             where = slot_where(an, group, j) + jax.tree_util.keystr(kind.slot_paths[s])
             return _Trap(where, hop)
 
         for f in kind.fields:
             d[f.name] = _kinds.build_field(f, data[j], ref)
     return views
+
+
+def _presented_as(an, group: Group, j: int, s: int, hop: int | None) -> int | None:
+    """The presented slot that reference ``s`` of slot ``j`` is for every member (so
+    ``self.port.a is self.a`` holds where it holds in the graph), or None if it is none of
+    them. Raises `NeedHop` where it is a presented node for some members only: no one view
+    answers ``is`` for all of them, so the reference must be presented itself."""
+    ids = an.kinds[group.slots[j].kind].slots[group.slots[j].rows, s]
+    for i, slot in enumerate(group.slots):
+        if slot.alias == i:
+            same = slot.nodes == ids
+            if same.all():
+                return i
+            if hop is not None and same.any():
+                raise NeedHop(hop)
+    return None
 
 
 def abstract_data(an, group: Group, batched: bool = True) -> list:

@@ -75,6 +75,20 @@ def _call(an, nodes, k: int, method: str, *args):
         ) from err
 
 
+def _output(an, k: int, value, method: str):
+    """`as_output` of node ``k``'s method, its errors naming the node's key path."""
+    return _named(an, k, _grouped.as_output, value, an.kinds[an.kind_of[k]].cls, method)
+
+
+def _named(an, k: int, check, *args):
+    """``check(*args)`` (a check of a method's return value), its `MethodError` naming the
+    key path of node ``k``, as grouped evaluation's errors do."""
+    try:
+        return check(*args)
+    except MethodError as err:
+        raise type(err)(f"{_kinds.node_path(an, k)}: {err}") from None
+
+
 def evaluate(an, nodes: list, evaluated: list):
     """Residual and contributions of every node: ``(res {k: array}, [(element, target, term)])``."""
     index = {id(node): k for k, node in enumerate(nodes)}
@@ -82,10 +96,10 @@ def evaluate(an, nodes: list, evaluated: list):
     for k in evaluated:
         kind = an.kinds[an.kind_of[k]]
         if kind.method("residual"):
-            res[k] = _grouped.as_output(_call(an, nodes, k, "residual"), kind.cls, "residual")
+            res[k] = _output(an, k, _call(an, nodes, k, "residual"), "residual")
         if kind.method("contributions"):
             allowed = {k, *kind.slots[an.pos_of[k]].tolist()}
-            pairs = _grouped._pairs(_call(an, nodes, k, "contributions"), kind.cls)
+            pairs = _named(an, k, _grouped._pairs, _call(an, nodes, k, "contributions"), kind.cls)
             for i, (node, term) in enumerate(pairs):
                 t = index.get(id(node))
                 if t not in allowed:
@@ -94,7 +108,7 @@ def evaluate(an, nodes: list, evaluated: list):
                         f"targets {node!r}, which is not referenced by the element's own fields; "
                         "contributions may only go to nodes the element references directly."
                     )
-                terms.append((k, t, i, _grouped.as_output(term, kind.cls, "contributions")))
+                terms.append((k, t, i, _output(an, k, term, "contributions")))
     return res, terms
 
 
@@ -143,7 +157,7 @@ class Objectwise:
     def _steps(self, old: list, new: list):
         out = []
         for k in self.stepped:
-            value = _grouped.as_output(_call(self.an, old, k, "step_limit", new[k]), type(old[k]), "step_limit")
+            value = _output(self.an, k, _call(self.an, old, k, "step_limit", new[k]), "step_limit")
             if value.shape != ():
                 raise MethodError(f"{_kinds.node_path(self.an, k)}: step_limit() must return a scalar, "
                                   f"got shape {value.shape}.")

@@ -53,7 +53,8 @@ def charge_fn(an, group, record: dict):
 def _probe_charge(an, group):
     record = {}
     try:
-        outs = jax.eval_shape(jax.vmap(charge_fn(an, group, record)), _groups.abstract_data(an, group))
+        outs = jax.eval_shape(_grouped.vmap(charge_fn(an, group, record), group),
+                              _groups.abstract_data(an, group))
     except _groups.NeedHop as need:
         return need.slot
     except Exception as err:
@@ -110,7 +111,7 @@ class Lowered:
         stores = _grouped.Stores(self.an, jnp.zeros(self.an.n), params)
         best = jnp.asarray(jnp.inf, jnp.result_type(float))
         for g, fn in self.breaks:
-            times = jax.vmap(fn, in_axes=(0, None))(_grouped.gather(g, stores), t)
+            times = _grouped.vmap(fn, g, in_axes=(0, None))(_grouped.gather(g, stores), t)
             best = jnp.minimum(best, jnp.min(times))
         return best
 
@@ -128,7 +129,7 @@ def lowered(system) -> Lowered:
 def _breakpoint_groups(an) -> list:
     def probe(an, group):
         try:
-            jax.eval_shape(jax.vmap(_breakpoint_fn(an, group), in_axes=(0, None)),
+            jax.eval_shape(_grouped.vmap(_breakpoint_fn(an, group), group, in_axes=(0, None)),
                            _groups.abstract_data(an, group), jax.ShapeDtypeStruct((), jnp.result_type(float)))
         except _groups.NeedHop as need:
             return need.slot

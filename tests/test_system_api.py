@@ -306,3 +306,22 @@ def test_a_residual_promoted_past_the_unknowns_type_is_refused_with_the_fix():
     one_type = Cubic(np.float32(-1.0), np.float32(0.0))
     assert System.build(one_type).x0.dtype == np.float32
     assert bool(solvers.solve(one_type).converged)
+
+
+def test_a_large_solved_graph_is_rebuilt_without_garbage_collections():
+    # Solution.system rebuilt a 3000-node ladder with a cyclic collection every 700 new
+    # objects (two thirds of its time): now one, deferred to the end.
+    import gc
+
+    from scenarios.circuits import build_circuit, diode_ladder_netlist
+
+    system = System.build(build_circuit(diode_ladder_netlist(1000, tight=False)))
+    collections = []
+    gc.collect()
+    gc.callbacks.append(lambda phase, info: collections.append(phase))
+    try:
+        graph = system.to_graph(system.x0)
+    finally:
+        gc.callbacks.pop()
+    assert collections.count("start") <= 1 and gc.isenabled()
+    assert len(graph.resistors) == len(system.to_graph(system.x0).resistors) > 900

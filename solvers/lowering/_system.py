@@ -8,6 +8,7 @@ arrays, the residual layout) is static aux data, so passing it to ``jax.jit`` is
 
 from __future__ import annotations
 
+import gc
 import warnings
 from collections import OrderedDict
 from typing import Any, NamedTuple, Optional
@@ -226,7 +227,13 @@ class System:
                              "(the order of System.x0).")
         batch = tuple(jnp.shape(x)[:-1])
         cols = _objectwise.columns(self._s.an, x, params, batch)
-        return _objectwise.rebuild(self._s.an, cols)[0]
+        enabled = gc.isenabled()
+        gc.disable()  # thousands of new nodes: a collection every 700 (as sg's unflatten)
+        try:
+            return _objectwise.rebuild(self._s.an, cols)[0]
+        finally:
+            if enabled:
+                gc.enable()
 
     def unknown_paths(self) -> list[str]:
         """Key path (with index for array fields) of every entry of x: ``.nodes[3].v``."""

@@ -138,10 +138,17 @@ def failed_note(param: str, values, converged) -> list:
     failed = np.flatnonzero(~converged)
     if failed.size == 0:
         return []
-    shown = ", ".join(f"{float(values[i]):.4g}" for i in failed[:8])
-    more = f" and {failed.size - 8} more" if failed.size > 8 else ""
-    return [f"{failed.size} of {len(values)} points did not converge, at {param} = {shown}"
-            f"{more}: their values are not solutions (see --json for each point's result)"]
+    return [f"{failed.size} of {len(values)} points did not converge, at {param} = "
+            f"{points_text(values, ~converged)}: their values are not solutions (see --json "
+            "for each point's result)"]
+
+
+def points_text(values, picked, limit: int = 8) -> str:
+    """The sweep ``values`` where ``picked`` (a bool mask), for a message: the first
+    ``limit``, then "and N more"."""
+    chosen = np.asarray(values)[np.asarray(picked, dtype=bool)]
+    shown = ", ".join(f"{float(v):.4g}" for v in chosen[:limit])
+    return shown + (f" and {chosen.size - limit} more" if chosen.size > limit else "")
 
 
 def plot_lines(ax, x, curves: Mapping, xlabel: str, ylabel: str, title: str, **legend) -> None:

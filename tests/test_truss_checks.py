@@ -177,6 +177,10 @@ def test_a_sweep_marks_and_names_the_points_that_are_no_stable_equilibrium():
     assert sweep.arrays["converged"].all()
     assert sweep.arrays["stable"].tolist() == [True, False, False]
     assert [p["stable"] for p in sweep.to_json()["sweep"]] == [True, False, False]
+    from scenarios.truss._run import _unstable_note  # the CLI's note names them too
+    assert _unstable_note("PC", sweep) == [
+        "2 of 3 points are no stable equilibrium (a mechanism or unstable compression), at "
+        "PC = 0, 5: their values are not meaningful"]
     import warnings
     braced = tr.build_truss(SQUARE, {**FRAME, "AC": ("A", "C", 1000.0)}, supports=PINS,
                             loads=loads)

@@ -10,7 +10,7 @@ import numpy as np
 
 import solvers
 
-from .._cli_report import solve_status
+from .._cli_report import points_text, solve_status
 from .._sweep_table import SweepTable, sweep_arrays
 from .._tables import PointTable
 from ._checks import check_anchored, warn_below_absolute_zero
@@ -137,7 +137,6 @@ def sweep_thermal(net: ThermalNetwork, param: str, values, solver: Any = None,
                           solver=solver, progress=progress)
     if "temperatures" in arrays:
         cold = (arrays["temperatures"] < 0.0).any(axis=-1) & arrays["converged"]
-        where = f" at {param} = {', '.join(f'{v:.6g}' for v in values[cold][:5])}"
         warn_below_absolute_zero(net.node_names, arrays["temperatures"], arrays["converged"],
-                                 where + (", ..." if cold.sum() > 5 else ""))
+                                 f" at {param} = {points_text(values, cold)}")
     return ThermalSweep(param, values, columns, arrays)

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .._cli_report import Report, SweepSpec, failed_note, named_rows, sweep_rows, sweep_span
+from .._cli_report import (Report, SweepSpec, failed_note, named_rows, points_text, sweep_rows,
+                           sweep_span)
 from ._build import read_truss
 from ._solve import TrussSweep, solve_truss, sweep_truss
 
@@ -81,13 +82,12 @@ def _sweep_report(truss, result: TrussSweep, solver) -> Report:
 
 def _unstable_note(param: str, result: TrussSweep) -> list:
     """``[note]`` naming the converged points that are no stable equilibrium, else ``[]``."""
-    unstable = result.values[result.arrays["converged"] & ~result.arrays["stable"]]
-    if unstable.size == 0:
+    unstable = result.arrays["converged"] & ~result.arrays["stable"]
+    if not unstable.any():
         return []
-    shown = ", ".join(f"{float(v):.4g}" for v in unstable[:8])
-    more = f" and {unstable.size - 8} more" if unstable.size > 8 else ""
-    return [f"{unstable.size} of {len(result.values)} points are no stable equilibrium (a "
-            f"mechanism or unstable compression), at {param} = {shown}{more}: their values "
+    return [f"{int(unstable.sum())} of {len(result.values)} points are no stable equilibrium (a "
+            f"mechanism or unstable compression), at {param} = "
+            f"{points_text(result.values, unstable)}: their values "
             "are not meaningful"]
 
 

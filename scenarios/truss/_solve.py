@@ -11,7 +11,7 @@ import numpy as np
 
 import solvers
 
-from .._cli_report import solve_status
+from .._cli_report import points_text, solve_status
 from .._sweep_table import SweepTable, sweep_arrays
 from .._tables import PointTable
 from ._model import Truss, axial_force
@@ -178,13 +178,11 @@ def _warn_unstable(truss: Truss, param: str, values: np.ndarray, arrays: dict) -
     arrays["stable"] = stable
     if stable.all():
         return
-    shown = ", ".join(f"{v:.6g}" for v in values[~stable][:8])
-    more = f" and {int((~stable).sum()) - 8} more" if (~stable).sum() > 8 else ""
     warnings.warn(
         f"{int((~stable).sum())} of {len(values)} sweep points converged to no stable "
         f"equilibrium (a mechanism, or a position only unstable compression holds), at {param} "
-        f"= {shown}{more}: their values are not meaningful (arrays['stable'] marks them; "
-        "solve_truss raises MechanismError there). Add bars or supports, or prescribe a "
+        f"= {points_text(values, ~stable)}: their values are not meaningful (arrays['stable'] "
+        "marks them; solve_truss raises MechanismError there). Add bars or supports, or prescribe a "
         "displacement instead of a load to pass a limit point.", UserWarning, stacklevel=3)
 
 

@@ -30,7 +30,7 @@ def is_traced_type(cls: type) -> bool:
 
 def is_concrete(tree: Any) -> bool:
     """True if no leaf of ``tree`` is traced: its values can be read on the host now."""
-    return not any(map(is_traced, jax.tree_util.tree_leaves(tree)))
+    return not any(map(is_traced_type, set(map(type, jax.tree_util.tree_leaves(tree)))))
 
 
 def staging() -> bool:

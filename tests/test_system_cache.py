@@ -317,3 +317,32 @@ def test_number_leaves_gather_as_every_other_leaf_does(leaves, monkeypatch):
     traced = jax.jit(lambda g: solvers.System.build(g).x0)(graph)
     assert calls[-1] is None
     np.testing.assert_array_equal(traced, general.x0)
+
+
+def test_solve_prepares_a_method_once_per_structure_and_method(monkeypatch):
+    # solve(graph) keeps the bound, checked method and the flat problem on the structure:
+    # a second graph of the structure does not choose or bind a linear solver again, and
+    # another method (or another structure) gets its own preparation.
+    from solvers import _graph
+    prepared = []
+    real = _graph._prepare
+    monkeypatch.setattr(_graph, "_prepare", lambda s, m: prepared.append(m) or real(s, m))
+    for cs in ([1.0, 8.0], [27.0, 64.0]):
+        np.testing.assert_allclose(solvers.solve(chain(cs)).x, np.cbrt(cs), rtol=1e-12)
+    assert prepared == [None]
+    lean = solvers.Newton(atol=1e-3, rtol=0.0)
+    loose = solvers.solve(chain([1.0, 8.0], x0=1.5), lean)
+    assert prepared == [None, lean]
+    assert float(loose.residual_norm) > 1e-12 and bool(loose.converged)  # Newton's atol, not Default's
+    solvers.solve(chain([1.0, 8.0, 27.0]), lean)  # another structure
+    assert prepared == [None, lean, lean]
+
+
+def test_prepared_methods_per_structure_are_bounded(monkeypatch):
+    from solvers import _graph
+    monkeypatch.setattr(_graph, "PREPARED_PER_STRUCTURE", 2)
+    graph = chain([1.0, 8.0])
+    for atol in (1e-9, 1e-10, 1e-11):
+        assert bool(solvers.solve(graph, solvers.Newton(atol=atol)).converged)
+    memo = solvers.System.build(graph).structure.prepared
+    assert [m.atol for m in memo] == [1e-10, 1e-11]

@@ -43,6 +43,7 @@ class _Structure:
         self.checked: set = set()  # the `square` settings `validate` passed for
         self.paths = Paths(self)
         self.element = None  # `element_jacobian`, built on first use
+        self.prepared: OrderedDict = OrderedDict()  # the solve entry points' per-method setup
         self.has_step_limit = any(k.method("step_limit") is not None for k in an.kinds)
         self.refresh_hooks()
 
@@ -332,6 +333,8 @@ def _check_residual_dtype(an, eq) -> None:
 
 def _keep(cache: OrderedDict, key, value) -> None:
     """Insert or refresh ``key`` (most recently used last), dropping the oldest beyond the size."""
+    if cache and next(reversed(cache)) is key:
+        return  # the most recent already: the stored key object belongs to its value
     cache[key] = value
     cache.move_to_end(key)
     while len(cache) > STRUCTURE_CACHE_SIZE:

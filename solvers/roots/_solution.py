@@ -110,7 +110,9 @@ class Solution:
         lowered = self._graph("params")
         if not self.keys:
             return lowered.params
-        return _swept_params(lowered.structure, tuple(self.keys), lowered.params, self.swept)
+        outer = max(len(self.batch_shape) - 1, 0)  # axes of a vmap around the solve_batch
+        return _swept_params(lowered.structure, tuple(self.keys), lowered.params, self.swept,
+                             outer)
 
     def value(self, where) -> jax.Array:
         """The solved unknowns of a node (object or key path) or of one leaf path."""
@@ -139,7 +141,7 @@ class Solution:
         score = np.where(np.isfinite(norms), norms, np.inf)
         score = np.where(failed, score, -1.0)
         flat = int(np.argmax(score.reshape(-1)))
-        return flat if codes.ndim == 1 else np.unravel_index(flat, codes.shape)
+        return flat if codes.ndim == 1 else tuple(map(int, np.unravel_index(flat, codes.shape)))
 
     def summary(self) -> str:
         """Counts of each result code, and the worst failed member if any."""
@@ -198,6 +200,12 @@ class Solution:
 #: The arrays of a `Solution`, in order (its dataclass fields).
 ARRAYS = tuple(f.name for f in dataclasses.fields(Solution))
 _KEYS = tuple(jax.tree_util.GetAttrKey(name) for name in ARRAYS + ("lowered", "swept"))
+
+
+def with_graph(sol: Solution, lowered: Any, swept: tuple = (), keys: tuple = ()) -> Solution:
+    """``sol`` with its graph part set (``dataclasses.replace`` reads the fields anew at every
+    call: a tenth of a small graph's eager solve)."""
+    return Solution(*[getattr(sol, name) for name in ARRAYS], lowered, swept, keys)
 
 
 def _flatten_with_keys(sol: Solution):
@@ -264,9 +272,14 @@ def make_solution(x, result, iterations, num_fev, num_jev, residual_norm,
     )
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _swept_params(structure: Any, keys: tuple, base: dict, swept: tuple) -> dict:
+@functools.partial(jax.jit, static_argnums=(0, 1, 4))
+def _swept_params(structure: Any, keys: tuple, base: dict, swept: tuple, outer: int = 0) -> dict:
     """Each batch member's parameters: ``base`` with its swept values set. One compiled
     program per structure and keys (an eager ``vmap`` compiles each primitive: ~80 ms on a
-    sweep's first call). The keys are resolved selections: no node objects are needed."""
-    return jax.vmap(lambda v: structure.paths.set_params(base, dict(zip(keys, v))))(swept)
+    sweep's first call). The keys are resolved selections: no node objects are needed.
+    ``outer``: leading axes of a ``vmap`` around the ``solve_batch``, which ``base`` has too."""
+    def members(b, s):
+        return jax.vmap(lambda v: structure.paths.set_params(b, dict(zip(keys, v))))(s)
+    for _ in range(outer):
+        members = jax.vmap(members)
+    return members(base, swept)

@@ -176,6 +176,34 @@ def test_a_method_reassigned_after_a_solve_is_lowered_and_compiled_again(hook):
     assert len(_system._STRUCTURES) == 2
 
 
+def test_a_reassigned_next_breakpoint_is_where_a_transient_steps_next():
+    # next_breakpoint was not among the hooks: a simulate after reassigning it reused the
+    # old lowering and stepped over the new corners (162 steps, 173 from a fresh process).
+    class Pulse(sg.ReffableTreeNode):
+        clock: solvers.Clock
+        c: jax.Array
+        v: jax.Array = sg.unknown(default=0.0)
+
+        def residual(self):
+            return self.v - jnp.where(self.clock.t < 1e-3, 0.0, 1.0)
+
+        def charge(self):
+            return ((self, self.c * self.v),)
+
+        def next_breakpoint(self, t):
+            return jnp.where(t < 1e-3, 1e-3, jnp.inf)
+
+    t = np.linspace(0.0, 2e-3, 3)
+    first = solvers.simulate(Pulse(solvers.Clock(), 1e-4), t)
+    Pulse.next_breakpoint = lambda self, t: jnp.where(t < 7e-4, 7e-4, jnp.inf)
+    moved = solvers.simulate(Pulse(solvers.Clock(), 1e-4), t)
+    assert len(_system._STRUCTURES) == 2  # lowered again for the new function
+    for name in ("_STRUCTURES", "_PLANS"):
+        getattr(_system, name).clear()
+    fresh = solvers.simulate(Pulse(solvers.Clock(), 1e-4), t)
+    assert int(moved.n_steps) == int(fresh.n_steps) != int(first.n_steps)
+
+
 def test_a_base_class_method_reassigned_under_an_override_is_analysed_once(monkeypatch):
     # The probe saw the base's namespace change, the new key equalled the old (the subclass
     # overrides the method), and the stale probe sent every later build to a full analysis.

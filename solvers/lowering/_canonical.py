@@ -115,7 +115,7 @@ def _code_text(code: types.CodeType) -> str:
 
 
 def hooks_text(cls: type) -> str:
-    """The code of ``cls``'s hook functions (residual, contributions, step_limit, charge):
+    """The code of ``cls``'s hook functions (`_kinds.HOOKS`: residual, contributions, ...):
     an edited method makes another model. Helpers they call are not read."""
     parts = []
     for name in _kinds.HOOKS:

@@ -126,7 +126,7 @@ class Analysis:
 
 #: The methods a lowering calls on each class: a structure is lowered, and its programs are
 #: compiled, for the functions these names held then (`hooks`, `HookProbe`).
-HOOKS = ("residual", "contributions", "step_limit", "charge")
+HOOKS = ("residual", "contributions", "step_limit", "charge", "next_breakpoint")
 
 
 def hooks(classes: tuple) -> tuple:

@@ -141,8 +141,7 @@ def _solve_graph(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
     """`solve` of a graph or a System."""
     system = _lowered(graph, solver, evaluation)
     problem, method = _prepared(system, solver)
-    x0 = _start(system, system.x0)
-    x0 = x0 if isinstance(x0, jax.Array) else jnp.asarray(x0)
+    x0 = _start(system, system.start)
     flat = solve_member(problem, method, x0, system.params, shape=(system.m, system.n))
     return _checked(with_graph(flat, system), throw)
 

@@ -56,7 +56,7 @@ class ScalarLayout:
             leaves = [np.asarray(v) if isinstance(v, jax.Array) else v for v in leaves]
         flat = np.asarray(leaves, dtype=self.key[1])
         params = {label: {name: flat[index] for name, index in cols} for label, cols in self.params}
-        return _to_device(flat[self.x_index].astype(self.x_dtype, copy=False)), params
+        return flat[self.x_index].astype(self.x_dtype, copy=False), params
 
     def _fits(self, leaves: list) -> bool | None:
         """None if some leaf does not fit the layout, else whether any leaf is an array."""
@@ -149,17 +149,12 @@ def _stack_on_device(columns: tuple, dtypes: tuple) -> list:
     return [jnp.stack([jnp.asarray(v, dtype) for v in values]) for values, dtype in zip(columns, dtypes)]
 
 
-#: a host array onto the device through a compiled identity: less than half of what
-#: ``jnp.asarray``'s dispatch costs (x0 of a small graph, on every build)
-_to_device = jax.jit(lambda host: host)
-
-
 def _assemble_x(analysis: Analysis, pieces: list):
     if not any(isinstance(v, jax.Array) for _, v in pieces):
         x0 = np.zeros(analysis.n, dtype=analysis.x_dtype)
         for idx, values in pieces:
             x0[idx] = np.asarray(values).reshape(idx.shape)
-        return _to_device(x0)
+        return x0
     indices, values = zip(*pieces)
     return _scatter_x(values, indices, analysis.n, np.dtype(analysis.x_dtype))
 

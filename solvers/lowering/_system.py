@@ -91,7 +91,7 @@ class System:
     """``F(x, params) = 0`` lowered from a graph; build with :meth:`System.build`."""
 
     def __init__(self, x0, params, structure: _Structure, nodes: Optional[list] = None):
-        self.x0, self.params, self._s = x0, params, structure
+        self._x0, self.params, self._s = x0, params, structure
         self._built_nodes = nodes  # the graph's node objects as built; not pytree data
         self._nodes_list: list | None = None
 
@@ -131,6 +131,19 @@ class System:
         return system
 
     # -- the flat system -------------------------------------------------------------------
+    @property
+    def x0(self) -> jax.Array:
+        """The start: the graph's unknowns, in the order of `unknown_paths`."""
+        if isinstance(self._x0, np.ndarray):  # gathered on the host: moved on first read
+            self._x0 = jax.device_put(self._x0)
+        return self._x0
+
+    @property
+    def start(self):
+        """`x0` as gathered (a host array stays one: a solve passes it to its compiled
+        program with the other inputs, where a separate copy to the device costs ~10 us)."""
+        return self._x0
+
     @property
     def n(self) -> int:
         """Number of unknowns (length of x)."""

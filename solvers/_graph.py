@@ -141,7 +141,7 @@ def _solve_graph(graph: Any, solver: Optional[AbstractRootMethod] = None, *,
     """`solve` of a graph or a System."""
     system = _lowered(graph, solver, evaluation)
     problem, method = _prepared(system, solver)
-    x0 = _start(system, system.start)
+    x0 = _start(system, system._x0)  # a host start goes in with the call (System.x0)
     flat = solve_member(problem, method, x0, system.params, shape=(system.m, system.n))
     return _checked(with_graph(flat, system), throw)
 

@@ -134,14 +134,10 @@ class System:
     @property
     def x0(self) -> jax.Array:
         """The start: the graph's unknowns, in the order of `unknown_paths`."""
-        if isinstance(self._x0, np.ndarray):  # gathered on the host: moved on first read
+        # Gathered on the host, it stays there until read here: a solve passes ``_x0`` to its
+        # compiled program with the other inputs (a separate copy costs ~10 us a call).
+        if isinstance(self._x0, np.ndarray):
             self._x0 = jax.device_put(self._x0)
-        return self._x0
-
-    @property
-    def start(self):
-        """`x0` as gathered (a host array stays one: a solve passes it to its compiled
-        program with the other inputs, where a separate copy to the device costs ~10 us)."""
         return self._x0
 
     @property

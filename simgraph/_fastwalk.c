@@ -13,9 +13,9 @@
  * ref_ids(seq, base, index, nodes) -> ids if every item of the list/tuple `seq` is a node
  *   (assigning new ids as above), else None with nothing modified.
  *
- * str_dict_ids(d, base, index, nodes) -> (sorted keys, ids) when every key of the dict `d` is a
- *   str and every value a node (ids assigned in sorted-key order, as above); None when a key
- *   is not a str, False when a value is not a node (nothing modified).
+ * str_dict_ids(d, base, index, nodes) -> (sorted keys, ids) when the keys of the dict `d` are
+ *   all str or all int (exact types) and every value a node (ids assigned in sorted-key order,
+ *   as above); None for other keys, False when a value is not a node (nothing modified).
  *
  * read_group(objs, names, any_kinds, leaf_types, array_type, base, index, nodes, children)
  *   -> one result per field of a group of nodes, read in one row-major pass over the instance
@@ -25,6 +25,7 @@
  *   its values, which the caller handles per member, in order.
  *
  * unflatten(aux, children, count, swap_refs): see _fastrebuild.c.
+ * traverse(root, base, leaf_types, array_type, helpers): the whole walk, see _fasttraverse.c.
  *
  * Ids come in the canonical form of _walk.id_sequence: range(a, b) when there are at least two
  * and they run consecutively upwards, else a tuple of ints.
@@ -34,13 +35,16 @@
 
 #include "_fastwalk.h"
 
-static int
-is_leaf(PyObject *value, PyObject *leaf_types, PyObject *array_type)
+int
+fw_is_leaf(PyObject *value, PyObject *leaf_types, PyObject *array_type)
 {
-    int found = PySet_Contains(leaf_types, (PyObject *)Py_TYPE(value));
+    PyTypeObject *t = Py_TYPE(value);
+    if (t == &PyDict_Type || t == &PyList_Type || t == &PyTuple_Type)
+        return 0;  /* containers: no jax.Array (an ABC) subclass check, a method call each */
+    int found = PySet_Contains(leaf_types, (PyObject *)t);
     if (found != 0)
         return found;
-    return PyObject_IsSubclass((PyObject *)Py_TYPE(value), array_type);
+    return PyObject_IsSubclass((PyObject *)t, array_type);
 }
 
 /* Fill `ids` (a new tuple of length n) with the id of every item; returns 0 or -1. Nodes are
@@ -70,8 +74,8 @@ assign_ids(PyObject **items, Py_ssize_t n, PyObject *index, PyObject *nodes, PyO
 
 /* The canonical form of a tuple of ids (steals `ids`): range(a, a + n) for n >= 2 consecutive
  * ids, else the tuple itself. */
-static PyObject *
-canonical_ids(PyObject *ids)
+PyObject *
+fw_canonical_ids(PyObject *ids)
 {
     Py_ssize_t n = PyTuple_GET_SIZE(ids);
     if (n < 2)
@@ -82,11 +86,16 @@ canonical_ids(PyObject *ids)
             return ids;
     }
     Py_DECREF(ids);
-    return PyObject_CallFunction((PyObject *)&PyRange_Type, "nn", first, first + n);
+    PyObject *bounds[2] = {PyLong_FromSsize_t(first), PyLong_FromSsize_t(first + n)};
+    PyObject *range = bounds[0] != NULL && bounds[1] != NULL
+        ? PyObject_Vectorcall((PyObject *)&PyRange_Type, bounds, 2, NULL) : NULL;
+    Py_XDECREF(bounds[0]);
+    Py_XDECREF(bounds[1]);
+    return range;
 }
 
-static PyObject *
-node_ids(PyObject **items, Py_ssize_t n, PyObject *index, PyObject *nodes)
+PyObject *
+fw_node_ids(PyObject **items, Py_ssize_t n, PyObject *index, PyObject *nodes)
 {
     PyObject *ids = PyTuple_New(n);
     if (ids == NULL)
@@ -95,12 +104,12 @@ node_ids(PyObject **items, Py_ssize_t n, PyObject *index, PyObject *nodes)
         Py_DECREF(ids);
         return NULL;
     }
-    return canonical_ids(ids);
+    return fw_canonical_ids(ids);
 }
 
 /* 1 if every item is a node, 0 if not, -1 on error. */
-static int
-all_nodes(PyObject **items, Py_ssize_t n, PyObject *base)
+int
+fw_all_nodes(PyObject **items, Py_ssize_t n, PyObject *base)
 {
     PyTypeObject *last = NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -122,7 +131,7 @@ all_leaves(PyObject **items, Py_ssize_t n, PyObject *leaf_types, PyObject *array
     for (Py_ssize_t i = 0; i < n; i++) {
         if (Py_TYPE(items[i]) == last)
             continue;
-        int leaf = is_leaf(items[i], leaf_types, array_type);
+        int leaf = fw_is_leaf(items[i], leaf_types, array_type);
         if (leaf <= 0)
             return leaf;
         last = Py_TYPE(items[i]);
@@ -141,9 +150,9 @@ classify(PyObject *self, PyObject *args)
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(values);
     PyObject **items = ((PyListObject *)values)->ob_item;
-    int uniform = all_nodes(items, n, base);
+    int uniform = fw_all_nodes(items, n, base);
     if (uniform == 1)
-        return node_ids(items, n, index, nodes);
+        return fw_node_ids(items, n, index, nodes);
     if (uniform == 0 && any_kind)
         uniform = all_leaves(items, n, leaf_types, array_type);
     if (uniform < 0)
@@ -172,22 +181,38 @@ ref_ids(PyObject *self, PyObject *args)
         return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
     PyObject **items = PySequence_Fast_ITEMS(fast);
-    int uniform = all_nodes(items, n, base);
+    int uniform = fw_all_nodes(items, n, base);
     PyObject *result;
     if (uniform < 0)
         result = NULL;
     else if (uniform == 0)
         result = Py_NewRef(Py_None);
     else
-        result = node_ids(items, n, index, nodes);
+        result = fw_node_ids(items, n, index, nodes);
     Py_DECREF(fast);
     return result;
 }
 
+/* str_dict_ids below, without the argument parsing. */
+static PyObject *
+dict_ids(PyObject *d, PyObject *base, PyObject *index, PyObject *nodes)
+{
+    PyObject *keys, *values;
+    int found = fw_dict_nodes(d, base, &keys, &values);
+    if (found != FW_DICT_NODES)
+        return found < 0 ? NULL : Py_NewRef(found == FW_DICT_OTHER_KEYS ? Py_None : Py_False);
+    PyObject *ids = fw_node_ids(((PyListObject *)values)->ob_item, PyList_GET_SIZE(values),
+                                index, nodes);
+    PyObject *result = ids != NULL ? PyTuple_Pack(2, keys, ids) : NULL;
+    Py_XDECREF(ids);
+    Py_DECREF(keys);
+    Py_DECREF(values);
+    return result;
+}
 
 /* str_dict_ids(d, base, index, nodes) -> (sorted keys, ids) for a dict whose keys are all
- * str (JAX orders a dict's leaves by sorted keys) and whose values are all nodes; None if a
- * key is not a str, False if a value is not a node (nothing modified in both cases). */
+ * str or all int (JAX orders a dict's leaves by sorted keys) and whose values are all nodes;
+ * None for other keys, False if a value is not a node (nothing modified in both cases). */
 static PyObject *
 str_dict_ids(PyObject *self, PyObject *args)
 {
@@ -195,18 +220,28 @@ str_dict_ids(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyDict_Type, &d, &PyType_Type, &base, &PyDict_Type,
                           &index, &PyList_Type, &nodes))
         return NULL;
+    return dict_ids(d, base, index, nodes);
+}
+
+/* See _fastwalk.h: the str/int-key path of _walk._node_dict. */
+int
+fw_dict_nodes(PyObject *d, PyObject *base, PyObject **sorted_keys, PyObject **values)
+{
     PyObject *keys = PyDict_Keys(d);
     if (keys == NULL)
-        return NULL;
+        return -1;
     Py_ssize_t n = PyList_GET_SIZE(keys);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!PyUnicode_CheckExact(PyList_GET_ITEM(keys, i))) {
+    PyTypeObject *key_type = n > 0 ? Py_TYPE(PyList_GET_ITEM(keys, 0)) : &PyUnicode_Type;
+    for (Py_ssize_t i = 0; i < n; i++) {  /* all exact str or all exact int: a total order */
+        if (Py_TYPE(PyList_GET_ITEM(keys, i)) != key_type
+            || (key_type != &PyUnicode_Type && key_type != &PyLong_Type)) {
             Py_DECREF(keys);
-            Py_RETURN_NONE;
+            return FW_DICT_OTHER_KEYS;
         }
     }
-    PyObject *values = NULL, *result = NULL;
-    if (PyList_Sort(keys) < 0 || (values = PyList_New(n)) == NULL)
+    PyObject *vals = NULL;
+    int result = -1;
+    if (PyList_Sort(keys) < 0 || (vals = PyList_New(n)) == NULL)
         goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = PyDict_GetItemWithError(d, PyList_GET_ITEM(keys, i));
@@ -215,31 +250,23 @@ str_dict_ids(PyObject *self, PyObject *args)
                 PyErr_SetString(PyExc_RuntimeError, "dict changed size during the walk");
             goto done;
         }
-        PyList_SET_ITEM(values, i, Py_NewRef(v));
+        PyList_SET_ITEM(vals, i, Py_NewRef(v));
     }
-    PyObject **items = ((PyListObject *)values)->ob_item;
-    int uniform = all_nodes(items, n, base);
-    if (uniform < 0)
-        goto done;
-    if (uniform == 0) {
-        result = Py_NewRef(Py_False);
-        goto done;
+    result = fw_all_nodes(((PyListObject *)vals)->ob_item, n, base);
+    if (result == 1 && (*sorted_keys = PyList_AsTuple(keys)) == NULL)
+        result = -1;
+    if (result == 1) {
+        *values = vals;
+        vals = NULL;
     }
-    PyObject *ids = node_ids(items, n, index, nodes);
-    PyObject *key_tuple = ids != NULL ? PyList_AsTuple(keys) : NULL;
-    if (key_tuple != NULL)
-        result = PyTuple_Pack(2, key_tuple, ids);
-    Py_XDECREF(key_tuple);
-    Py_XDECREF(ids);
+    result = result == 1 ? FW_DICT_NODES : (result == 0 ? FW_DICT_NOT_NODES : -1);
 done:
     Py_DECREF(keys);
-    Py_XDECREF(values);
+    Py_XDECREF(vals);
     return result;
 }
 
-enum { UNIFORM_LEAVES = 1, UNIFORM_NODES = 2 };
-
-/* Which uniform kinds a value keeps possible (bit mask of the enum above), -1 on error. */
+/* Which uniform kinds a value keeps possible (bit mask of UNIFORM_*), -1 on error. */
 static int
 value_kinds(PyObject *v, int any_kind, PyObject *leaf_types, PyObject *array_type, PyObject *base)
 {
@@ -248,15 +275,15 @@ value_kinds(PyObject *v, int any_kind, PyObject *leaf_types, PyObject *array_typ
         return UNIFORM_NODES;
     if (!any_kind)
         return 0;
-    int leaf = is_leaf(v, leaf_types, array_type);
+    int leaf = fw_is_leaf(v, leaf_types, array_type);
     return leaf < 0 ? -1 : (leaf ? UNIFORM_LEAVES : 0);
 }
 
 /* Row-major pass: columns[j * n + i] = new reference to field j of object i; kinds[j] = the
  * uniform kinds column j keeps. Returns 0, or -1 with an exception (KeyError(name) if a field
  * is missing). */
-static int
-fill_columns(PyObject *objs, PyObject *names, PyObject *any_kinds, PyObject *leaf_types,
+int
+fw_fill_columns(PyObject *objs, PyObject *names, PyObject *any_kinds, PyObject *leaf_types,
              PyObject *array_type, PyObject *base, PyObject **columns, int *kinds)
 {
     Py_ssize_t n = PyList_GET_SIZE(objs), f = PyTuple_GET_SIZE(names);
@@ -324,8 +351,8 @@ steal_into_list(PyObject **items, Py_ssize_t n)
 
 /* Append the n references at `items` to `children`, stealing them: the list grows by n Nones,
  * which are swapped for the items, so the items' reference counts are not written again. */
-static int
-steal_onto(PyObject *children, PyObject **items, Py_ssize_t n)
+int
+fw_steal_onto(PyObject *children, PyObject **items, Py_ssize_t n)
 {
     PyObject *pad = PyList_New(n);
     if (pad == NULL)
@@ -352,9 +379,9 @@ column_result(PyObject **column, Py_ssize_t n, int kind, int *emitting, PyObject
               PyObject *nodes, PyObject *children)
 {
     if (*emitting && (kind & UNIFORM_NODES) && n > 0)
-        return node_ids(column, n, index, nodes);
+        return fw_node_ids(column, n, index, nodes);
     if (*emitting && kind == UNIFORM_LEAVES && n > 0) {
-        if (steal_onto(children, column, n) < 0)
+        if (fw_steal_onto(children, column, n) < 0)
             return NULL;
         return PyLong_FromLong(-1);
     }
@@ -377,7 +404,7 @@ read_group(PyObject *self, PyObject *args)
     PyObject *results = PyList_New(f);
     if (columns == NULL || kinds == NULL || results == NULL)
         goto fail;
-    if (fill_columns(objs, names, any_kinds, leaf_types, array_type, base, columns, kinds) < 0)
+    if (fw_fill_columns(objs, names, any_kinds, leaf_types, array_type, base, columns, kinds) < 0)
         goto fail;
     int emitting = 1;
     for (Py_ssize_t j = 0; j < f; j++) {
@@ -408,6 +435,7 @@ static PyMethodDef methods[] = {
     {"ref_ids", ref_ids, METH_VARARGS, "Ids of a list or tuple of nodes, or None."},
     {"read_group", read_group, METH_VARARGS, "Every field of a group of nodes, emitted in one pass."},
     {"str_dict_ids", str_dict_ids, METH_VARARGS, "Sorted keys and node ids of a dict of nodes."},
+    {"traverse", fastwalk_traverse, METH_VARARGS, "The whole walk: (children, aux, nodes)."},
     {"unflatten", fastwalk_unflatten, METH_VARARGS, "Rebuild a graph from its aux data and children."},
     {NULL, NULL, 0, NULL},
 };

@@ -5,7 +5,11 @@ class in order of first appearance; a group is read field by field (declaration 
 by member, and a node first seen there gets the next id. Children are emitted in that same
 order. Reading a group as columns (one ``itemgetter`` over all members, one type check per
 column, one id lookup per column) keeps the per-node Python cost small: this walk runs on
-every call of a jitted function, so it is the dispatch overhead users pay.
+every call of a jitted function, so it is the dispatch overhead users pay. Where the C
+accelerator is built, the whole walk runs in C (``_fastwalk.traverse``,
+``simgraph/_fasttraverse.c``), calling back into this module only for rare values (see
+``_HELPERS``), and any error is raised by running the Python walk, ``_traverse``, which is the
+reference: both give identical results (tests/test_graph_fastwalk.py).
 
 Aux data is a tuple of groups ``(class, member ids, static columns, column specs)``. A column
 spec is ``CHILD`` (every member's value is a pytree child), node ids (every member's value is
@@ -65,6 +69,16 @@ _BASE = None  # the node base class, imported lazily (``_node`` imports this mod
 
 def traverse(root: Any) -> tuple[list, tuple, list]:
     """Return ``(children, aux, nodes)`` for the graph reachable from ``root``."""
+    if _fastwalk is not None:  # the whole walk in C (simgraph/_fasttraverse.c), same results
+        try:
+            return _fastwalk.traverse(root, _node_base(), _LEAF_TYPES, _ARRAY_TYPES, _HELPERS)
+        except Exception:  # noqa: BLE001 - any error: the Python walk raises it, with its path
+            pass
+    return _traverse(root)
+
+
+def _traverse(root: Any) -> tuple[list, tuple, list]:
+    """The walk in Python (column reads in C where built): the reference of ``traverse``."""
     base = _node_base()
     index = {root: 0}
     nodes = [root]
@@ -118,7 +132,7 @@ def id_sequence(ids) -> tuple | range:
 
 def _group(cls: type, members: tuple, objs: list, ctx: tuple) -> tuple:
     plan = cls.__dict__["__sg_plan__"] or _make_plan(cls)
-    names, refkinds, any_kinds, dynamic_getters, static_getters = plan
+    names, refkinds, any_kinds, dynamic_getters, static_getters, _ = plan
     try:
         if _fastwalk:  # uniform columns are emitted in C; the rest come back as value lists
             results = _fastwalk.read_group(objs, names, any_kinds, _LEAF_TYPES, _ARRAY_TYPES,
@@ -153,7 +167,7 @@ def _fast_column(name: str, kind: int, values: list, objs: list, ctx: tuple):
 def _single(node: Any, k: int, ctx: tuple) -> tuple:
     """A group of one node, in the same form ``_group`` gives (fewer steps per node)."""
     cls = type(node)
-    names, refkinds, _, _, static_getters = cls.__dict__["__sg_plan__"] or _make_plan(cls)
+    names, refkinds, _, _, static_getters, _ = cls.__dict__["__sg_plan__"] or _make_plan(cls)
     d = node.__dict__
     try:
         values = [d[name] for name in names]
@@ -176,13 +190,14 @@ def _single(node: Any, k: int, ctx: tuple) -> tuple:
 
 
 def _make_plan(cls: type) -> tuple:
-    """Field names, reference kinds (and which may hold anything) and column getters of a class
-    (computed once per class)."""
+    """Field names, reference kinds (and which may hold anything), column getters and static
+    field names of a class (computed once per class)."""
     layout = cls.__sg_layout__
     getters = lambda names: tuple(map(operator.itemgetter, names))  # noqa: E731
     kinds = refkinds_of(cls)
     any_kinds = tuple(kind == _fields.REF_ANY for kind in kinds)
-    plan = (layout.dynamic, kinds, any_kinds, getters(layout.dynamic), getters(layout.static))
+    plan = (layout.dynamic, kinds, any_kinds, getters(layout.dynamic), getters(layout.static),
+            layout.static)
     cls.__sg_plan__ = plan
     return plan
 
@@ -300,17 +315,17 @@ def _node_sequence(seq, index, nodes, base):
 
 def _node_dict(d: dict, index, nodes, base):
     """Fast path for a dict of nodes (e.g. ``nodes: dict[str, Node]``): ``(treedef, ids)``.
-    JAX orders a dict's leaves by sorted keys. With string keys (the usual case) that is
-    Python's own sort, and the dict's treedef depends only on the keys, so it is made once
-    per set of keys (`_str_dict_treedef`); other keys are ordered by flattening the
+    JAX orders a dict's leaves by sorted keys. With keys all str or all int (the usual cases)
+    that is Python's own sort, and the dict's treedef depends only on the keys, so it is made
+    once per set of keys (`_str_dict_treedef`); other keys are ordered by flattening the
     positions."""
     if _fastwalk is not None:
-        found = _fastwalk.str_dict_ids(d, base, index, nodes)  # None: a key is not a str
+        found = _fastwalk.str_dict_ids(d, base, index, nodes)  # None: other keys
         if found is not None:
             return None if found is False else (_str_dict_treedef(found[0]), found[1])
         str_keys = False
     else:
-        str_keys = set(map(type, d)) == {str}
+        str_keys = (key_types := set(map(type, d))) == {str} or key_types == {int}
     if str_keys:
         keys = sorted(d)
         treedef = _str_dict_treedef(tuple(keys))
@@ -358,8 +373,8 @@ class _Refused(Exception):
 
 @functools.lru_cache(maxsize=1024)
 def _str_dict_treedef(keys: tuple):
-    """The treedef of a dict with these (sorted, string) keys, each value one leaf. A pure
-    function of the keys: caching it keeps nothing of any graph."""
+    """The treedef of a dict with these (sorted; all str or all int) keys, each value one leaf.
+    A pure function of the keys: caching it keeps nothing of any graph."""
     return jax.tree_util.tree_structure(dict.fromkeys(keys, 0))
 
 
@@ -403,3 +418,8 @@ def _check_hashable(root, cls, objs, statics) -> None:
                     "be hashable: use a tuple or frozenset, or declare the field as state."
                 ) from None
     hash(statics)
+
+
+# What the C walk (``_fastwalk.traverse``) calls back for the cases it leaves to Python.
+_HELPERS = (_element, _make_plan, _str_dict_treedef, MIXED, _fields.REF_REQUIRED,
+            _fields.REF_OPTIONAL)

@@ -7,6 +7,7 @@ from typing import Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -277,3 +278,154 @@ def test_a_large_rebuild_runs_without_garbage_collections():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# The whole walk in C (_fastwalk.traverse, simgraph/_fasttraverse.c) against the Python walk:
+# random graphs whose fields hold every kind of value the walk reads (leaves, None, nodes,
+# lists/tuples/dicts of nodes, containers mixing nodes and data, other containers), so columns
+# are uniform in some levels and mixed in others, levels hold one node or several classes, and
+# (in the second test) one node holds a value the walk refuses.
+
+class PNode(sg.ReffableTreeNode):
+    a: object
+    b: object
+    ref: Optional[sg.ReffableTreeNode]
+    tag: object = sg.static(default=None)
+
+
+class QNode(sg.ReffableTreeNode):
+    a: object
+    b: object
+    ref: Optional[sg.ReffableTreeNode]
+    tag: object = sg.static(default=None)
+
+
+class RNode(sg.ReffableTreeNode):
+    target: sg.ReffableTreeNode
+    a: object
+
+
+class _Name(str):
+    """A str subclass as a dict key: ordered the general way, not the str fast path."""
+
+
+_ARRAY = jnp.arange(3.0)
+
+
+def _value(kind: int, picks: list, nodes: list):
+    """A field value of the given kind, referencing the nodes at positions `picks`."""
+    refs = [nodes[k] for k in picks]
+    return [
+        lambda: 1.5, lambda: _ARRAY, lambda: None, lambda: refs[0], lambda: refs,
+        lambda: tuple(refs), lambda: {f"k{k}": r for k, r in zip(picks, refs)},
+        lambda: {k % 3 - 10 * i: r for i, (k, r) in enumerate(zip(picks, refs))},
+        lambda: {}, lambda: {"w": 2.0, "n": refs[0]}, lambda: [refs[0], 3.0], lambda: (1.0, 2.0),
+        lambda: {(1, "a"): refs[0], (0, "b"): refs[-1]}, lambda: [], lambda: np.float64(4.0),
+        lambda: 7, lambda: {"w": 1.0}, lambda: {_Name(f"z{k}"): r for k, r in zip(picks, refs)},
+    ][kind]()
+
+
+N_KINDS = 18
+KINDS = st.integers(0, N_KINDS - 1) | st.sampled_from([0, 3])  # leaves and nodes more often
+
+
+@st.composite
+def mixed_graphs(draw, max_nodes=12):
+    """Nodes; the first is the root: with `wide`, a Root listing all others (wide levels of
+    several classes), else a node of the graph (levels of one node are common)."""
+    n = draw(st.integers(1, max_nodes))
+    classes = [draw(st.sampled_from([PNode, QNode, RNode])) for _ in range(n)]
+    nodes = [cls.__new__(cls) for cls in classes]
+    pick = st.lists(st.integers(0, n - 1), min_size=1, max_size=3)
+    for node, cls in zip(nodes, classes):
+        fields = {"a": _value(draw(KINDS), draw(pick), nodes)}
+        if cls is RNode:
+            fields["target"] = nodes[draw(st.integers(0, n - 1))]
+        else:
+            fields["b"] = _value(draw(KINDS), draw(pick), nodes)
+            ref = draw(st.one_of(st.none(), st.integers(0, n - 1)))
+            fields["ref"] = None if ref is None else nodes[ref]
+            fields["tag"] = draw(st.sampled_from([None, "a", ("b", 1), 2.5]))
+        node.__dict__.update({f.name: fields[f.name] for f in sg.fields(cls)})  # in order
+    return [Root(nodes)] + nodes if draw(st.booleans()) else nodes
+
+
+def _outcome(root, fast: bool, monkeypatch):
+    with monkeypatch.context() as m:
+        if not fast:
+            m.setattr(_walk, "_fastwalk", None)
+        try:
+            return _walk.traverse(root)
+        except Exception as e:  # noqa: BLE001 - compared below
+            return type(e), str(e)
+
+
+needs_c = pytest.mark.skipif(_walk._fastwalk is None, reason="simgraph._fastwalk is not built")
+
+
+def _c_walk(root):
+    """The C walk itself, with no fallback to the Python walk."""
+    return _walk._fastwalk.traverse(root, _walk._node_base(), _walk._LEAF_TYPES,
+                                    _walk._ARRAY_TYPES, _walk._HELPERS)
+
+
+@needs_c
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mixed_graphs())
+def test_random_mixed_graphs_flatten_identically_in_c(monkeypatch, nodes):
+    root = nodes[0]
+    slow = _outcome(root, False, monkeypatch)
+    assert_same(_c_walk(root), slow)  # no fallback taken
+    assert_same(_walk.traverse(root), slow)
+    assert_same(_walk._traverse(root), slow)  # the column reads in C, the driver in Python
+    assert_same_graph(*unflatten_both(root, monkeypatch), monkeypatch)
+
+
+def _break(node, how: int, other):
+    """Make `node` hold something the walk refuses (set behind the constructor's checks)."""
+    d = node.__dict__
+    if how == 0:
+        d["a"] = {"a": other, 0: other}  # keys that cannot be sorted
+    elif how == 1:
+        d["a"] = {other: 1.0}  # a node as a key
+    elif how == 2:
+        del d["a"]  # a missing field
+    elif type(node) is RNode:
+        d["target"] = 5.0 if how == 3 else None  # not a node in a reference field
+    elif how == 3:
+        d["ref"] = 2.0  # not a node or None in an optional reference field
+    elif how == 4:
+        d["tag"] = [1, 2]  # an unhashable static
+    else:
+        del d["tag"]  # a missing static
+
+
+@needs_c
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mixed_graphs(), st.data())
+def test_random_refused_graphs_raise_identically(monkeypatch, nodes, data):
+    root = nodes[0]
+    reachable = _walk.traverse(root)[2]
+    broken = data.draw(st.sampled_from([node for node in reachable if type(node) is not Root]))
+    _break(broken, data.draw(st.integers(0, 5)), data.draw(st.sampled_from(reachable)))
+    fast, slow = _outcome(root, True, monkeypatch), _outcome(root, False, monkeypatch)
+    if isinstance(slow, tuple) and isinstance(slow[0], type):
+        assert fast == slow
+        assert slow[0] in (sg.GraphError, sg.GraphTypeError), slow
+    else:  # a value the walk reads as data after all (e.g. a dict holding no node)
+        assert_same(fast, slow)
+        assert_same(_c_walk(root), slow)
+
+
+@needs_c
+def test_single_node_levels_and_classes_in_order_of_first_appearance(monkeypatch):
+    chain = PNode(1.0, None, None)
+    for k in range(4):  # levels of one node each
+        chain = QNode(float(k), {"x": 1.0}, chain) if k % 2 else PNode([chain], (), None, tag=k)
+    mixed = [QNode(1.0, 2.0, None), PNode(1.0, None, None), RNode(chain, 1.0),
+             QNode(_ARRAY, {}, chain), PNode({3: chain, 1: chain}, 1.0, None)]
+    root = Root(mixed)
+    slow = _outcome(root, False, monkeypatch)
+    assert_same(_c_walk(root), slow)
+    assert [g[0] for g in slow[1][1:4]] == [QNode, PNode, RNode]
+    assert slow[1][1][1] == (1, 4) and slow[1][2][1] == (2, 5)  # members: tuples, not ranges

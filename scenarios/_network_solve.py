@@ -13,9 +13,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
+import simgraph as sg
 import solvers
 
-__all__ = ["NetworkMethod", "Solved", "method_for", "scalar", "solve_graph", "solve_graph_batch"]
+__all__ = ["NetworkMethod", "Solved", "method_for", "scalar", "solve_graph", "solve_graph_batch",
+           "sweep_graph"]
 
 
 class Solved:
@@ -90,6 +92,22 @@ def solve_graph_batch(root: Any, method: Any, updates: Mapping[Any, Any],
     solution = solvers.solve_batch(system, values, method_for(method, system, batch),
                                    progress=progress)
     return Solved(system, solution)
+
+
+def sweep_graph(root: Any, method: Any, named: Mapping[str, str], parameter: str, values,
+                progress: bool | None = None) -> Solved:
+    """One batched solve over ``values`` (float64) of ``parameter``: a name of ``named``
+    (name -> key path) or a parameter key path. A key that selects no parameter (or not
+    these values) says which names there are."""
+    where = named.get(parameter, parameter)
+    values = np.asarray(values, dtype=np.float64)
+    try:
+        return solve_graph_batch(root, method, {where: values}, progress)
+    except sg.GraphError as err:
+        if parameter in named or isinstance(err, solvers.ModelError):
+            raise
+        raise type(err)(f"{parameter!r} is not a named sweep parameter (those are "
+                        f"{', '.join(named)}); as a key path: {err}") from None
 
 
 def scalar(value, index) -> Any:

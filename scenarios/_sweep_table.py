@@ -14,10 +14,19 @@ import solvers
 
 from ._tables import STATUS, pandas, points_frame
 
-__all__ = ["SweepTable", "sweep_arrays", "STATUS", "SWEEP_CHUNK"]
+__all__ = ["SweepTable", "sweep_arrays", "sweep_values", "STATUS", "SWEEP_CHUNK"]
 
 #: Points per batched solve of a sweep; longer sweeps show a progress bar on a terminal.
 SWEEP_CHUNK = 256
+
+
+def sweep_values(param: str, values: Any) -> np.ndarray:
+    """``values`` as float64, one per sweep point; else a ValueError naming ``param``."""
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 1 or len(values) == 0:
+        raise ValueError(f"sweep values of {param} must be a non-empty 1-D array (one value per "
+                         f"point), got shape {values.shape}")
+    return values
 
 
 def sweep_arrays(graph: Any, updates: Mapping[str, Any], extract: Callable[[Any], dict],

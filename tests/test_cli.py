@@ -109,6 +109,11 @@ def test_bad_input_file_and_bad_sweep_parameter_are_one_line(capsys, tmp_path):
     _assert_one_line_error(code, err, f"{bad}:2: invalid JSON")
     code, _, err = _run(capsys, "run", "thermal", "--sweep", "nothing=0:1:2")
     _assert_one_line_error(code, err, "nothing named 'nothing' to sweep", "heater")
+    for name, known in (("water", "demand_multiplier"), ("powerflow", "load_scale")):
+        # the solver's key error alone never said which names a sweep takes
+        code, _, err = _run(capsys, "run", name, "--sweep", "nope=0:1:2")
+        _assert_one_line_error(code, err, f"'nope' is not a named sweep parameter (those are "
+                               f"{known}); as a key path: solve_batch key 'nope' selects no")
 
 
 def test_unavailable_scenario_and_missing_matplotlib(capsys, monkeypatch):

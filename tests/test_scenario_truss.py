@@ -105,6 +105,10 @@ def test_reader_and_sweep_parameter_errors():
         tr.parameter_path(truss, "Q")
     with pytest.raises(KeyError, match="does not fix ux"):
         tr.parameter_path(_arch(control=True), "apex_control.ux")
+    for bad, shape in ((3.0, r"\(\)"), ([], r"\(0,\)"), ([[1.0, 2.0]], r"\(1, 2\)")):
+        # a scalar was "TypeError: len() of unsized object"
+        with pytest.raises(ValueError, match=rf"sweep values of P must be a non-empty 1-D .* {shape}"):
+            tr.sweep_truss(truss, "P", bad)
 
 
 @pytest.mark.parametrize("edit, match", [

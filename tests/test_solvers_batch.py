@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import simgraph as sg
 import solvers
 from solvers import RESULTS
 
@@ -178,3 +179,56 @@ def test_finished_members_do_not_backtrack():
         x, dx, slope, jnp.asarray([True, False]))
     assert bool(out.ok[0]) and int(out.num_fev[0]) > 1  # the active member backtracked
     assert not bool(out.ok[1]) and int(out.num_fev[1]) == 1  # the finished one did not
+
+
+class Square(sg.ReffableTreeNode):
+    c: jax.Array
+    x: jax.Array = sg.unknown(default=1.0)
+
+    def residual(self):
+        return self.x ** 2 - self.c
+
+
+class Meter:
+    def __init__(self):
+        self.counts = []
+
+    def update(self, n):
+        self.counts.append(n)
+
+
+def test_a_progress_meter_counts_each_member_once(capsys):
+    # a meter object was truthy: a new tqdm bar was drawn and the meter never updated; and
+    # Default's fallbacks for the failing member (-1) must not count it again
+    meter = Meter()
+    sol = solvers.solve_flat_batch(lambda x, p: x ** 2 - p, jnp.ones(1),
+                                   jnp.asarray([[4.0], [-1.0], [9.0]]), chunk_size=2,
+                                   progress=meter)
+    assert meter.counts == [2, 1] and sol.result.tolist() == [0, 3, 0]
+    meter = Meter()
+    solvers.solve_batch(Square(jnp.asarray(4.0)), {"Square.c": [4.0, -1.0, 9.0]},
+                        progress=meter)
+    assert meter.counts == [3]
+    assert capsys.readouterr().err == ""
+
+
+def test_a_scalar_batched_leaf_is_named():
+    # a float or a list of floats as params was an IndexError from inside the batch sizing
+    with pytest.raises(ValueError, match=r"params\[1\] is a scalar but batched .* np.asarray"):
+        solvers.solve_flat_batch(cubic, jnp.zeros(1), [jnp.ones(2), 4.0])
+    with pytest.raises(ValueError, match=r"params is a scalar but batched"):
+        solvers.solve_flat_batch(cubic, jnp.zeros(1), 4.0)
+
+
+def test_a_batch_axis_other_than_the_leading_one_is_refused():
+    # params_axes=1 was taken as batched, sized and chunked along axis 0 but vmapped along
+    # axis 1: a (3, 4) batch in chunks of 2 gave 3 members, the last x = 7.6e-6 (sum 0)
+    p = jnp.asarray([[1.0, 4.0, 8.0, 1.0], [3.0, 5.0, 8.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
+    fn = lambda x, q: x ** 2 - jnp.sum(q)  # noqa: E731
+    with pytest.raises(ValueError, match=r"params_axes holds 1: .*jnp.moveaxis\(p, 1, 0\)"):
+        solvers.solve_flat_batch(fn, jnp.ones(1), p, params_axes=1, chunk_size=2)
+    with pytest.raises(ValueError, match=r"params_axes holds True: give 0"):
+        solvers.solve_flat_batch(fn, jnp.ones(1), {"q": p.T}, params_axes={"q": True})
+    sol = solvers.solve_flat_batch(lambda x, q: fn(x, q["q"]), jnp.ones(1), {"q": p.T},
+                                   params_axes={"q": 0}, chunk_size=2)
+    np.testing.assert_allclose(sol.x[:, 0], [2.0, 3.0, 4.0, np.sqrt(2.0)], rtol=1e-10)

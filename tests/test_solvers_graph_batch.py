@@ -219,3 +219,18 @@ def test_sweep_values_as_a_list_of_traced_values_differentiate():
     loss = lambda v: solvers.solve_batch(graph, {".source.voltage": [v, 2.0 * v]}).system.v.sum()  # noqa: E731
     direct = lambda v: solvers.solve_batch(graph, {".source.voltage": jnp.stack([v, 2.0 * v])}).system.v.sum()  # noqa: E731
     np.testing.assert_allclose(jax.grad(loss)(1.5), jax.grad(direct)(1.5), rtol=1e-12)
+
+
+def test_a_vmapped_batch_gives_each_members_graph_and_names_its_worst_member():
+    # vmap around solve_batch: .system / .params vmapped once, over the outer axis (a shape
+    # error about .c), and members were named "(np.int64(1), np.int64(2))"
+    def batch(m):
+        return solvers.solve_batch(Cubic(jnp.asarray(2.0), Slope(m)),
+                                   {".c": jnp.asarray([2.0, 16.0, 54.0])}, solvers.Newton())
+
+    out = jax.vmap(batch)(jnp.asarray([1.0, 0.0, 2.0]))
+    assert out.batch_shape == (3, 3)
+    np.testing.assert_array_equal(out.system.c[1], [2.0, 16.0, 54.0])
+    np.testing.assert_array_equal(out.system.m.value[:, 0], [1.0, 0.0, 2.0])
+    np.testing.assert_allclose(out.system.x[2], (np.asarray([2.0, 16.0, 54.0]) / 2) ** (1 / 3))
+    assert out.worst_index() == (1, 2) and "member (1, 2): singular_jacobian" in out.summary()

@@ -115,6 +115,17 @@ def test_nan_jacobian_with_finite_residual_has_its_own_code(method):
     assert "Jacobian holds NaN or inf" in sol.message()
 
 
+@pytest.mark.parametrize("method", [solvers.Newton(), solvers.TrustRegion()],
+                         ids=lambda m: type(m).__name__)
+def test_an_infinite_jacobian_is_no_converged_step(method):
+    # sqrt(x) = p from x = 0: J = inf, so the Newton step F / inf is exactly 0 and passed
+    # the step test: 'successful' at x = 0 with max|F| = p, for every member
+    f = lambda x, p: jnp.sqrt(x) - p  # noqa: E731
+    sol = solvers.solve_batch(f, jnp.zeros(1), jnp.asarray([[2.0], [3.0]]), solver=method)
+    assert sol.result.tolist() == [int(RESULTS.nonfinite_jacobian)] * 2
+    np.testing.assert_array_equal(sol.residual_norm, [2.0, 3.0])
+
+
 def test_diagnose_names_nonfinite_derivatives_and_never_raises():
     sol = solvers.solve(SignedRoot(), solvers.Newton())
     assert code(sol) is RESULTS.nonfinite_jacobian

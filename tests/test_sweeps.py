@@ -342,3 +342,14 @@ def test_a_short_last_chunk_compiles_no_program_of_its_own(tmp_path, caplog):
     solves = [m for m in caplog.messages if m.startswith("Compiling jit(_solve_batched)")]
     assert len(solves) == 1, solves
     np.testing.assert_allclose(short.system[0].x, np.cbrt(np.linspace(2.0, 9.0, 7)), rtol=1e-10)
+
+
+def test_processes_agree_whether_to_count_progress(monkeypatch):
+    """Counting is a collective at every step: a process with progress=False (its stderr
+    not a terminal, in a CLI run) counts along with one that shows a meter, never alone."""
+    from solvers.batch import _sweep
+
+    monkeypatch.setattr(_sweep.jax, "process_count", lambda: 2)
+    for others, mine, counts in ((1, False, True), (0, False, False), (0, Meter(), True)):
+        monkeypatch.setattr(_sweep, "all_counts", lambda v, o=others: np.asarray([v, o]))
+        assert _sweep._counting(mine) is counts

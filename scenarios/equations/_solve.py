@@ -16,7 +16,7 @@ import simgraph as sg
 import solvers
 
 from .._cli_report import solve_status
-from .._sweep_table import SweepTable, sweep_arrays
+from .._sweep_table import SweepTable, sweep_arrays, sweep_values
 from .._tables import PointTable
 from ._model import EquationSet
 
@@ -72,7 +72,7 @@ def sweep_equations(graph: EquationSet, param: str, values, solver: Any = None,
                     progress: bool | None = None) -> EquationsSweep:
     """Solve for every value of ``param`` (see :func:`parameter_path`) with ``solve_batch``."""
     path = parameter_path(graph, param)
-    values = np.asarray(values, dtype=float)
+    values = sweep_values(param, values)
     arrays = sweep_arrays(graph, {path: values},
                           lambda g: {"x": jnp.stack([e.x for e in g.equations], axis=-1)},
                           solver=solver, progress=progress)

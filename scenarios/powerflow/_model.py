@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._member_result import AbstractMemberResult
-from .._network_solve import NetworkMethod, solve_graph_batch
+from .._network_solve import NetworkMethod, sweep_graph
 from .._tables import NamedTables, SweepTables
 from ._build import build_graph
 from ._case import PowerCase
@@ -61,10 +61,9 @@ class PowerModel:
               progress: bool | None = None) -> "PowerSweep":
         """One batched solve over ``values`` of ``parameter`` (a name in
         :data:`SWEEP_PARAMETERS` or a parameter key path such as ``".loads[5].p"``)."""
-        where = SWEEP_PARAMETERS.get(parameter, parameter)
         values = np.asarray(values, dtype=np.float64)
-        solved = solve_graph_batch(self.graph, method or DEFAULT_METHOD, {where: values},
-                                   progress)
+        solved = sweep_graph(self.graph, method or DEFAULT_METHOD, SWEEP_PARAMETERS, parameter,
+                             values, progress)
         return PowerSweep(self, solved, parameter, values)
 
 

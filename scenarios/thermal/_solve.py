@@ -11,7 +11,7 @@ import numpy as np
 import solvers
 
 from .._cli_report import points_text, solve_status
-from .._sweep_table import SweepTable, sweep_arrays
+from .._sweep_table import SweepTable, sweep_arrays, sweep_values
 from .._tables import PointTable
 from ._checks import check_anchored, warn_below_absolute_zero
 from ._model import ThermalNetwork
@@ -129,7 +129,7 @@ def sweep_thermal(net: ThermalNetwork, param: str, values, solver: Any = None,
     """Solve for every value of ``param`` (see :func:`parameter_path`) with ``solve_batch``."""
     check_anchored(net)
     path = parameter_path(net, param)
-    values = np.asarray(values, dtype=float)
+    values = sweep_values(param, values)
     columns = {k: v for k, v in _columns(net).items() if v}
 
     arrays = sweep_arrays(net, {path: values},

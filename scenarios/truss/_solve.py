@@ -12,7 +12,7 @@ import numpy as np
 import solvers
 
 from .._cli_report import points_text, solve_status
-from .._sweep_table import SweepTable, sweep_arrays
+from .._sweep_table import SweepTable, sweep_arrays, sweep_values
 from .._tables import PointTable
 from ._model import Truss, axial_force
 from ._stability import check_stable, unstable_points
@@ -149,7 +149,7 @@ def sweep_truss(truss: Truss, param: str, values, solver: Any = None,
     """Solve for every value of ``param`` (see :func:`parameter_path`) with ``solve_batch``;
     every point starts from the graph's own start (zero displacement by default)."""
     path, comp = parameter_path(truss, param)
-    values = np.asarray(values, dtype=float)
+    values = sweep_values(param, values)
     columns = {k: v for k, v in _columns(truss).items() if v}
     batch = values
     if comp is not None:  # the other component keeps its prescribed value

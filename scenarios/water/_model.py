@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._member_result import AbstractMemberResult
-from .._network_solve import NetworkMethod, solve_graph_batch
+from .._network_solve import NetworkMethod, sweep_graph
 from .._tables import NamedTables, SweepTables
 from ._build import build_graph
 from ._constants import WaterConstants
@@ -66,10 +66,9 @@ class WaterModel:
               progress: bool | None = None) -> "WaterSweep":
         """One batched solve over ``values`` of ``parameter`` (a name in
         :data:`SWEEP_PARAMETERS` or a key path such as ``".pipes['P3'].roughness"``)."""
-        where = SWEEP_PARAMETERS.get(parameter, parameter)
         values = np.asarray(values, dtype=np.float64)
-        solved = solve_graph_batch(self.graph, method or DEFAULT_METHOD, {where: values},
-                                   progress)
+        solved = sweep_graph(self.graph, method or DEFAULT_METHOD, SWEEP_PARAMETERS, parameter,
+                             values, progress)
         sweep = WaterSweep(self, solved, parameter, values)
         _warn_status([f"member {i}: {p}" for i, m in enumerate(sweep) for p in m.status_problems()])
         return sweep

@@ -22,7 +22,7 @@ from .._concrete import is_concrete
 from ..roots._method import AbstractRootMethod, Continuation, FlatProblem, StepLimit
 from ..roots._polyalgorithm import Default
 from ..roots._solution import Solution
-from ..roots._staging import member_starts, member_values, run_staged
+from ..roots._staging import member_starts, member_values, retrying, run_staged
 from ..linear._pattern_check import check_pattern_once
 from ..linear._sparsity import SparsityPattern
 from ..roots._solve import check_arguments, linear_solver_of, raise_if_failed_anywhere, solve_core
@@ -147,16 +147,31 @@ def _axes_leaves(params, params_axes) -> tuple:
     """Per-leaf batch axis (0 or None) from a prefix tree of axes (or one axis for all)."""
     leaves = jax.tree_util.tree_leaves(params)
     if params_axes is None or isinstance(params_axes, int):
-        return tuple(params_axes for _ in leaves)
-    full = jax.tree_util.tree_map(
-        lambda axis, sub: jax.tree_util.tree_map(lambda _: axis, sub), params_axes, params,
-        is_leaf=lambda a: a is None or isinstance(a, int))
-    return tuple(jax.tree_util.tree_leaves(full, is_leaf=lambda a: a is None))
+        axes = tuple(params_axes for _ in leaves)
+    else:
+        full = jax.tree_util.tree_map(
+            lambda axis, sub: jax.tree_util.tree_map(lambda _: axis, sub), params_axes, params,
+            is_leaf=lambda a: a is None or isinstance(a, int))
+        axes = tuple(jax.tree_util.tree_leaves(full, is_leaf=lambda a: a is None))
+    for axis in axes:
+        if axis is not None and (isinstance(axis, bool) or axis != 0):
+            move = (f" Move the batch axis first (jnp.moveaxis(p, {axis}, 0)) and pass 0."
+                    if isinstance(axis, int) and not isinstance(axis, bool) else "")
+            raise ValueError(f"params_axes holds {axis!r}: give 0 (batched along the leading "
+                             f"axis) or None (shared), or a prefix tree of them.{move}")
+    return axes
 
 
 def _batch_size(x0, x0_axis, params, axes) -> int:
-    sizes = {np.shape(leaf)[0] for leaf, axis in zip(jax.tree_util.tree_leaves(params), axes)
-             if axis is not None}
+    leaves = jax.tree_util.tree_leaves_with_path(params)
+    for (path, leaf), axis in zip(leaves, axes):
+        if axis is not None and np.ndim(leaf) == 0:
+            where = "params" + jax.tree_util.keystr(path)
+            raise ValueError(
+                f"{where} is a scalar but batched (params_axes 0): give it one "
+                "value per member along a leading axis (a list of numbers is a pytree of "
+                "scalar leaves: pass np.asarray(values)), or None in params_axes to share it.")
+    sizes = {np.shape(leaf)[0] for (_, leaf), axis in zip(leaves, axes) if axis is not None}
     if x0_axis is not None:
         sizes.add(x0.shape[0])
     if not sizes:
@@ -182,7 +197,7 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
                      step_limit: Optional[StepLimit] = None,
                      continuation: Optional[Continuation] = None,
                      params_axes: Any = 0, chunk_size: Optional[int] = None,
-                     progress: Optional[bool] = None, sparsity: Optional[SparsityPattern] = None,
+                     progress: Any = None, sparsity: Optional[SparsityPattern] = None,
                      throw: bool = False) -> Solution:
     """Solve ``fn(x, params_b) = 0`` for every batch member b; the same as
     ``solvers.solve_batch(fn, x0, params, ...)``, returning a batched `Solution` (no graph).
@@ -192,7 +207,8 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
     Outside transforms the batch runs in chunks of ``chunk_size`` members (memory stays
     bounded; one compilation, as the last chunk is padded; None: `default_chunk`, 16 384 on
     CPU and up to 131 072 on an accelerator), with a tqdm bar when stderr is a
-    terminal (``progress`` forces it on/off), split over all devices with a
+    terminal (``progress`` forces it on/off, or is a meter whose ``update(n)`` is given the
+    members each chunk finishes), split over all devices with a
     ``NamedSharding`` when there are several; on one CPU each chunk runs in cache-sized
     blocks of members (`block_size`). Under ``jit``/``grad``/``vmap`` it is a plain ``vmap``
     (differentiable). ``sparsity``: the Jacobian's `SparsityPattern` (as in `solve_flat`;
@@ -297,8 +313,7 @@ def _chunked(problem, method, x0_axis, axes, x0, params, size, chunk_size, progr
     chunk, block = fit_blocks(chunk, block)
     starts = list(range(0, size, chunk))
     place = placer(n_dev)
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = _progress(len(starts)) if show and len(starts) > 1 else None
+    bar, members = _chunk_meter(progress, len(starts))
     parts = []
     for start in starts:
         stop = min(start + chunk, size)
@@ -307,13 +322,25 @@ def _chunked(problem, method, x0_axis, axes, x0, params, size, chunk_size, progr
         xc, pc = place(xc, (x0_axis,)), place(pc, axes)
         out = _solve_batched(problem, method, x0_axis, axes, block, xc, pc)
         if chunk == size and n_dev == 1:  # one unpadded chunk: its arrays stay where they are
+            if bar is not None:  # only a caller's meter: no tqdm bar for one chunk
+                bar.update(size)
             return out
         parts.append(jax.tree_util.tree_map(lambda a: np.asarray(a)[: stop - start], out))
         if bar is not None:
-            bar.update(1)
-    if bar is not None:
+            bar.update(stop - start if members else 1)
+    if bar is not None and not members:
         bar.close()
     return jax.tree_util.tree_map(lambda *a: jnp.asarray(np.concatenate(a)), *parts)
+
+
+def _chunk_meter(progress: Any, n_chunks: int) -> tuple[Any, bool]:
+    """``(bar, per_member)``: the caller's meter (an object with ``update(n)``, counting
+    finished members, as a sweep's does; silent while `Default` retries members it has
+    counted), a new tqdm bar of chunks (``True``; None: on a terminal), or None."""
+    if hasattr(progress, "update"):
+        return (None if retrying() else progress), True
+    show = sys.stderr.isatty() if progress is None else progress
+    return (_progress(n_chunks) if show and n_chunks > 1 else None), False
 
 
 def fit_blocks(rows: int, block: int) -> tuple[int, int]:

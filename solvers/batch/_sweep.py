@@ -109,8 +109,8 @@ def sweep_flat(problem: Any, method: Any, x0: Any, params: Any, params_axes: Any
     solver = ChunkSolver(problem, method, x0, params, axes, chunk=plan.chunk)
     results = _finished(store, plan, plan.owned(pid))
     pending = [k for k in plan.owned(pid) if k not in results]
-    # progress=False: no meter, and no collective per step to count finished members
-    meter = None if progress is False else _Meter(progress, size)
+    # progress=False everywhere: no meter, and no collective per step to count members
+    meter = _Meter(progress, size) if _counting(progress) else None
     _count(meter, plan, results)
     steps = len(pending) if meter is None else int(all_counts(len(pending)).max())
     for step in range(steps):  # with a meter, a step per chunk of the busiest process
@@ -129,6 +129,16 @@ def sweep_flat(problem: Any, method: Any, x0: Any, params: Any, params_axes: Any
         mine = gather_rows(mine, [len(plan.members(p)) for p in range(plan.processes)])
     flat = FlatSolution(**{f: jnp.asarray(v) for f, v in mine.items()})
     return flat, None if gather else plan.members(pid)
+
+
+def _counting(progress: Any) -> bool:
+    """Whether the processes count finished members (a collective at every step): yes if
+    any process has a meter (``progress`` not False), so that all of them take part, as a
+    CLI run whose process 0 alone writes to a terminal has it."""
+    wanted = progress is not False
+    if jax.process_count() == 1:
+        return wanted
+    return bool(all_counts(int(wanted)).max())
 
 
 def _finished(store: Optional[SweepStore], plan: ChunkPlan, chunks: range) -> dict:

@@ -83,10 +83,20 @@ class Newton(AbstractIterativeMethod):
         """Whether this step is a watchdog's full step (no sufficient-decrease test)."""
         return (s.watchdog > 0) & self.line_search & (s.streak < s.watchdog)
 
-    def _search(self, problem, params, s: _State, op, direction,
+    @staticmethod
+    def _step_test_valid(ls, op, x, deciding, slope) -> jax.Array:
+        """Whether the step test may count where it ``deciding``-ly would: for a finite
+        Jacobian only (an inf entry gives dx = F / inf = 0 exactly, which passes it anywhere:
+        sqrt(x) = 2 at x = 0). The line search's slope F.(J d) is finite exactly then (an inf
+        or NaN entry of J makes its row of J d inf or NaN), so it costs nothing; without a
+        search, one matvec where the test decides."""
+        if slope is not None:
+            return ~deciding | jnp.isfinite(slope)
+        return lax.cond(deciding, lambda: jacobian_finite(ls, op, x), lambda: jnp.asarray(True))
+
+    def _search(self, problem, params, s: _State, slope, direction,
                 running) -> LineSearchResult:
         if self.line_search:
-            slope = jnp.dot(s.f, self.linear_solver.matvec(op, direction))
             relaxed = self._relaxed(s)
             found = backtrack(problem.fn, s.x, direction, params, s.phi, slope,
                               max_backtracks=self.max_backtracks, active=running & ~relaxed)
@@ -107,16 +117,19 @@ class Newton(AbstractIterativeMethod):
         dx = jnp.where(dx_ok, dx, 0.0)
         small_step = dx_ok & step_is_small(dx, s.x, self.rtol)
         direction = apply_step_limit(problem, s.x, dx, params) * dx
-        search = self._search(problem, params, s, op, direction, running)
+        slope = jnp.dot(s.f, ls.matvec(op, direction)) if self.line_search else None
+        search = self._search(problem, params, s, slope, direction, running)
         moved = search.ok & dx_ok
         x = jnp.where(moved, s.x + search.alpha * direction, s.x)
         f = jnp.where(moved, search.f, s.f)
         phi = jnp.where(moved, search.phi, s.phi)
-        converged = (max_abs(f) <= self.atol) | small_step
+        f_small = max_abs(f) <= self.atol
+        j_ok = self._step_test_valid(ls, op, s.x, small_step & ~f_small, slope)
+        converged = f_small | (small_step & j_ok)
         searched = search.ok | self._relaxed(s)  # a failed full step goes back to the best
         # The diagnosis (a matvec, the pivot ratio) runs only after a failed step: a cond
         # (a select under vmap, where both sides run as they did before).
-        failure = lax.cond(dx_ok & searched, lambda: code(RESULTS.successful),
+        failure = lax.cond(dx_ok & searched & j_ok, lambda: code(RESULTS.successful),
                            lambda: self._failure(ls, op, s.x, linear, dx_ok, search))
         x, f, phi, best, streak = self._watch(s, x, f, phi, search.ok, converged)
         rel_step = jnp.where(dx_ok, relative_step(dx, s.x), jnp.inf)
@@ -137,9 +150,9 @@ class Newton(AbstractIterativeMethod):
 
     def _failure(self, ls, op, x, linear, dx_ok, search: LineSearchResult) -> jax.Array:
         """The code of a failed step: no finite Newton step (why), else a failed search."""
-        no_step = jnp.where(jacobian_finite(ls, op, x), failure_code(linear.result),
-                            code(RESULTS.nonfinite_jacobian))
-        return jnp.where(~dx_ok, no_step, self._why(ls, op, search))
+        j_ok = jacobian_finite(ls, op, x)
+        no_step = jnp.where(j_ok, failure_code(linear.result), code(RESULTS.nonfinite_jacobian))
+        return jnp.where(~dx_ok | ~j_ok, no_step, self._why(ls, op, search))
 
     def _why(self, ls, op, search: LineSearchResult) -> jax.Array:
         """The code for a failed line search."""

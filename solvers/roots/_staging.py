@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+import contextvars
 import dataclasses
 import functools
 from types import SimpleNamespace
@@ -33,6 +34,14 @@ BUCKET = 1024
 Attempt = Callable[[Any, Optional[np.ndarray]], FlatSolution]
 
 _merge_rows = jax.jit(jax.vmap(merge))
+
+_RETRYING = contextvars.ContextVar("solvers_staged_retry", default=False)
+
+
+def retrying() -> bool:
+    """True while `run_staged` runs a fallback stage for members an earlier stage solved
+    (a progress meter has counted them already)."""
+    return _RETRYING.get()
 
 
 def needs_fallback(sol: FlatSolution) -> np.ndarray:
@@ -73,7 +82,11 @@ def run_staged(method: Any, m: int, n: int, attempt: Attempt) -> FlatSolution:
     def retry(stage, sol: FlatSolution) -> FlatSolution:
         if settled and settled[-1] is sol:
             return sol
-        out = _retry(stage, sol, attempt)
+        token = _RETRYING.set(True)
+        try:
+            out = _retry(stage, sol, attempt)
+        finally:
+            _RETRYING.reset(token)
         if out is sol:
             settled.append(sol)
         return out

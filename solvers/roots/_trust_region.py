@@ -166,13 +166,13 @@ class TrustRegion(AbstractIterativeMethod):
         delta, tries, ok, p, f_new, _ = self._shrink(problem, params, s, op, dog, xnorm)
         x = jnp.where(ok, s.x + p, s.x)
         f = jnp.where(ok, f_new, s.f)
-        converged = (max_abs(f) <= self.atol) | (dog.newton_ok & step_is_small(
+        j_ok = jacobian_finite(ls, op, s.x)  # else a Newton step F / inf = 0 looks small
+        converged = (max_abs(f) <= self.atol) | (dog.newton_ok & j_ok & step_is_small(
             dog.newton, s.x, self.rtol))
         failure = jnp.where(ok, code(RESULTS.successful),
-                            jnp.where(dog.newton_ok, code(RESULTS.local_minimum),
-                                      jnp.where(jacobian_finite(ls, op, s.x),
-                                                dog.linear_failure,
-                                                code(RESULTS.nonfinite_jacobian))))
+                            jnp.where(~j_ok, code(RESULTS.nonfinite_jacobian),
+                                      jnp.where(dog.newton_ok, code(RESULTS.local_minimum),
+                                                dog.linear_failure)))
         rel_step = jnp.where(dog.newton_ok, relative_step(dog.newton, s.x), jnp.inf)
         new = _State(x, f, half_sq_norm(f), delta, scale, rel_step, s.scaling)
         return new, Progress(converged, failure, tries, jnp.ones((), jnp.int32))

@@ -85,7 +85,8 @@ def solve_batch(problem: Any, *args: Any, **options: Any) -> Solution:
       ``sg.LeafInfo``; keys are checked before anything is compiled. ``x0``: (n,) or (B, n);
     * ``solve_batch(fn, x0, params, *, params_axes=0, solver=None, step_limit=None,
       continuation=None, chunk_size=None, progress=None, sparsity=None, throw=False)``:
-      ``params_axes`` like ``vmap``'s ``in_axes``; also spelled `solve_flat_batch`.
+      ``params_axes`` 0 (batched along the leading axis) or None (shared), or a prefix
+      tree of them; also spelled `solve_flat_batch`.
 
     Returns a batched `Solution`. Large batches run in chunks (a progress bar on a terminal),
     split over all devices. Sweeps (the guide's "Several hosts"): several JAX processes
@@ -287,7 +288,7 @@ def _checked(sol: Solution, throw: bool) -> Solution:
     return raise_if_failed_anywhere(sol) if throw else sol
 
 
-def _sweep_array(value) -> jax.Array:
+def _sweep_array(value, key: Any) -> jax.Array:
     """A sweep's values (numpy, lists) as one array: ``device_put`` of the host array, as
     ``jnp.asarray`` compiles a staging program per new numpy shape; a list that holds
     tracers (swept values under ``grad``) is stacked by ``jnp.asarray``."""
@@ -295,7 +296,26 @@ def _sweep_array(value) -> jax.Array:
         host = np.asarray(value)
     except jax.errors.TracerArrayConversionError:
         return jnp.asarray(value)
+    _check_integer_range(host, key)
     return jax.device_put(host)
+
+
+def _check_integer_range(host: np.ndarray, key: Any) -> None:
+    """Refuse integers that JAX's narrower type would wrap (int64 values beyond int32 with
+    ``jax_enable_x64`` off: 2**40 became 0, and that member "converged" at a wrong answer)."""
+    if host.dtype.kind not in "iu" or host.size == 0:
+        return
+    want = np.dtype(jax.dtypes.canonicalize_dtype(host.dtype))
+    if want.itemsize >= host.dtype.itemsize:
+        return
+    info = np.iinfo(want)
+    low, high = host.min(), host.max()
+    if low < info.min or high > info.max:
+        raise ValueError(
+            f"solve_batch values for {key!r} range over [{low}, {high}], beyond {want} "
+            f"([{info.min}, {info.max}]), which JAX narrows {host.dtype} to while "
+            "jax_enable_x64 is off: enable it (jax.config.update('jax_enable_x64', True)) or "
+            "pass the values as floats.")
 
 
 def _sweep_values(system: System, values: Mapping[Any, Any]) -> tuple[tuple, tuple]:
@@ -311,7 +331,7 @@ def _sweep_values(system: System, values: Mapping[Any, Any]) -> tuple[tuple, tup
     keys, batched = [], []
     for key, value in values.items():
         sel = paths.sweep_key(key, system._nodes)
-        value = value if isinstance(value, jax.Array) else _sweep_array(value)
+        value = value if isinstance(value, jax.Array) else _sweep_array(value, sel.key)
         if value.ndim == 0:
             raise ValueError(f"solve_batch value for {sel.key!r} is a scalar: give one value "
                              "per batch member, stacked on a leading axis.")

@@ -234,3 +234,21 @@ def test_a_vmapped_batch_gives_each_members_graph_and_names_its_worst_member():
     np.testing.assert_array_equal(out.system.m.value[:, 0], [1.0, 0.0, 2.0])
     np.testing.assert_allclose(out.system.x[2], (np.asarray([2.0, 16.0, 54.0]) / 2) ** (1 / 3))
     assert out.worst_index() == (1, 2) and "member (1, 2): singular_jacobian" in out.summary()
+
+
+def test_integer_sweep_values_that_jax_would_wrap_are_refused():
+    # With x64 off JAX narrows int64 to int32: 2**40 became 0 and that member "converged"
+    # at x = 3e-4 for c = 0 (a wrong answer with no word).
+    class IntCubic(sg.ReffableTreeNode):
+        c: jax.Array
+        x: jax.Array = sg.unknown(default=1.0)
+
+        def residual(self):
+            return self.x ** 3 - self.c
+
+    with jax.enable_x64(False):
+        graph = IntCubic(jnp.asarray(1, jnp.int32))
+        with pytest.raises(ValueError, match=r"'IntCubic.c'.*beyond int32.*jax_enable_x64"):
+            solvers.solve_batch(graph, {"IntCubic.c": np.asarray([1, 8, 2**40])})
+        within = solvers.solve_batch(graph, {"IntCubic.c": np.asarray([1, 8, 27])})
+        np.testing.assert_allclose(np.asarray(within.x).ravel(), [1.0, 2.0, 3.0], rtol=1e-5)

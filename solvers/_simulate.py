@@ -170,8 +170,10 @@ def _run(problem, cfg, ls, dc_method, initial, params, x0, grid, t0):
     frozen = lax.stop_gradient(params)
     span = grid[-1] - t0
     hmax = jnp.minimum(cfg.hmax, span)
-    h0 = hmax * 1e-3 if cfg.h0 is None else jnp.asarray(cfg.h0, grid.dtype)
     hmin = span * 1e-11 if cfg.hmin is None else jnp.asarray(cfg.hmin, grid.dtype)
+    # the default first step, as the step after a breakpoint, is not below 2 hmin (ngspice)
+    h0 = (jnp.minimum(jnp.maximum(hmax * 1e-3, 2.0 * hmin), hmax) if cfg.h0 is None
+          else jnp.asarray(cfg.h0, grid.dtype))
     atol = _atol(cfg, x0.shape[0], x0.dtype)
     if initial == "dc":
         flat = dc_method.solve(_dc_problem(problem), lax.stop_gradient(x0),

@@ -147,3 +147,29 @@ def test_an_output_grid_too_large_to_hold_is_refused():
     with pytest.raises(ValueError, match="at least 3.34e-07 s"):
         Transient(1e-9, 3.333333).times()
     assert len(Transient(3.34e-7, 3.333333).times()) < 10_000_001
+
+
+def test_a_pulse_corner_an_ulp_short_of_tstop_ends_the_run():
+    """tstop = 5 periods: the pulse's last corner, computed from the 5th period's start,
+    lies an ulp short of tstop; the step after it (0.1 of the ulp left) was below delmin and
+    the run ended step_too_small with a NaN last point."""
+    deck = ("* periodic\nV1 in 0 PULSE(0 1 0 10n 10n 0.49u 1u)\nR1 in out 1k\nC1 out 0 100p\n"
+            ".tran 20n 5u\n.end\n")
+    run = simulate_circuit(deck)
+    assert run.converged, run.message()
+    assert np.all(np.isfinite(run.voltage("out")))
+    # tau = 0.1 us, each half period is 5 tau: out ends near 0 after the last fall
+    assert abs(run.voltage("out")[-1]) < 1e-2
+
+
+def test_breakpoints_closer_than_the_smallest_step_are_no_failure():
+    """hmin = 0.1 us, steps up to 0.5 us: the step after a corner (0.1 of the last step or of
+    the gap to the next corner) fell below hmin and the run stopped step_too_small at the
+    first corner, though no step had failed (ngspice keeps that step at 2 delmin, as now)."""
+    deck = read_netlist("* close\nV1 in 0 PWL(0 0 1u 1 1.5u 0 2u 1)\nR1 in out 1k\n"
+                        "C1 out 0 1u\n.tran 0.5u 4u 0 0.5u\n.end\n")
+    tran = deck.analyses[0]
+    cfg = integrator_for(deck, solvers.System.build(build_circuit(deck, transient=tran)), tran)
+    run = simulate_circuit(deck, integrator=dataclasses.replace(cfg, hmin=1e-7))
+    assert run.converged, run.message()
+    np.testing.assert_allclose(run.voltage("in"), [0, 0.5, 1, 0, 1, 1, 1, 1, 1], atol=1e-12)

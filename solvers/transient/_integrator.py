@@ -59,7 +59,8 @@ class Integrator:
     Steps never exceed ``hmax`` and land exactly on breakpoints. Each step is a Newton
     solve (at most ``newton_steps`` iterations, converged when every update is below
     ``newton_tol * (atol + rtol |x|)``) with the elements' ``step_limit``; a failed step is
-    retried 8 times smaller, an inaccurate one smaller by the estimate.
+    retried 8 times smaller, an inaccurate one smaller by the estimate, one cut below
+    ``hmin`` once at ``hmin`` (the run stops when that fails, as ngspice's at delmin).
     ``max_steps`` sizes the buffer of accepted steps (kept for gradients and inspection
     when ``save_steps``). ``linear_solver``: None picks dense LU or a sparse LU by size.
     """

@@ -144,7 +144,7 @@ def init_state(problem, cfg, params, x0, t0, t_end, h0, start_ok) -> State:
     # its whole carry at every iteration, so its size would cost time.
     keep = S + 1 if cfg.save_steps else 1
     zero = jnp.zeros((), jnp.int32)
-    bp = jnp.minimum(_next_break(problem, problem.at(params, t0), t0, t_end), t_end)
+    bp = _next_break(problem, problem.at(params, t0), t0, t_end)
     return State(t0, h0, x0, q0, jnp.zeros_like(q0), q0, jnp.full((HIST,), t0, dtype),
                  jnp.broadcast_to(x0, (HIST, n)), zero + 1, jnp.zeros((), bool), zero + 1, bp,
                  zero, zero, zero,
@@ -155,9 +155,13 @@ def init_state(problem, cfg, params, x0, t0, t_end, h0, start_ok) -> State:
 
 
 def _next_break(problem, params, t, t_end):
-    """The next breakpoint, ignoring corners within a relative 1e-12 of the span after ``t``
-    (the same corner computed another way, e.g. a pulse's end at the next period's start)."""
-    return problem.next_breakpoint(params, t + 1e-12 * jnp.maximum(jnp.abs(t_end), jnp.abs(t)))
+    """The next breakpoint, at most ``t_end``, ignoring corners within a relative 1e-12 of
+    the span after ``t`` (the same corner computed another way, e.g. a pulse's end at the
+    next period's start); one that close before ``t_end`` is ``t_end`` (a pulse's corner an
+    ulp short of a tstop that is a multiple of its period would leave an ulp to step)."""
+    tol = 1e-12 * jnp.maximum(jnp.abs(t_end), jnp.abs(t))
+    bp = jnp.minimum(problem.next_breakpoint(params, t + tol), t_end)
+    return jnp.where(bp >= t_end - tol, t_end, bp)
 
 
 def _error(cfg, order, hist_t, hist_x, n_pts, t1, x1, h, atol, mask):
@@ -195,10 +199,10 @@ def step(problem, cfg, ls, params, t_end, hmin, atol, mask, s: State) -> State:
     n_hist = jnp.where(s.at_break, 1, s.n_hist)
     higher = (cfg.order == 2) & (n_hist >= _restart_points(cfg))
     order = jnp.where(higher, 2, 1)
-    h = jnp.minimum(s.h, cfg.hmax)
+    h = proposed = jnp.minimum(s.h, cfg.hmax)
     land = s.t + h >= s.bp - 0.1 * h
-    h = jnp.where(land, s.bp - s.t, h)
     t1 = jnp.where(land, s.bp, s.t + h)
+    h = t1 - s.t  # the step taken: s.t + h rounds where h is a few ulps of t (0: no step)
     valid = jnp.arange(HIST) < jnp.minimum(n_hist, order + 1)
     x_pred = lagrange_weights(s.hist_t, valid, t1) @ s.hist_x
     a, b, k = coefficients(_gear(cfg), higher, h, s.hist_t[0] - s.hist_t[1])
@@ -210,8 +214,13 @@ def step(problem, cfg, ls, params, t_end, hmin, atol, mask, s: State) -> State:
     accept = ok & (err <= 1.0) & ~s.done
     factor = jnp.clip(0.9 * jnp.where(err > 0, err, 1e-30) ** (-1.0 / (order + 1.0)), 0.2, 2.0)
     h_next = jnp.where(ok, h * factor, h / 8.0)
-    new = _accepted(problem, cfg, s, p1, x1, t1, h, (a, b, q_eff), order, land, h_next, t_end,
-                    accept)
+    # a rejected step shrinks: landing (or rounding t + h up) may stretch h past ``proposed``
+    h_next = jnp.where(accept, h_next, jnp.minimum(h_next, 0.9 * proposed))
+    # as ngspice: a step cut below hmin is tried once at hmin; one failing there ends the run
+    # (``proposed``, not ``h``: a landing may stretch an hmin step by 10 %)
+    h_next = jnp.where(accept | (proposed > hmin), jnp.maximum(h_next, hmin), h_next)
+    new = _accepted(problem, cfg, s, p1, x1, t1, (h, h_next, hmin), (a, b, q_eff), order, land,
+                    t_end, accept)
     new = new._replace(n_hist=jnp.minimum(n_hist + 1, HIST + 1))
     new = new._replace(n_newton=s.n_newton + iters)
     rejected = s._replace(h=h_next, n_rej=s.n_rej + 1, n_newton=s.n_newton + iters)
@@ -225,7 +234,8 @@ def _select(cond, a: State, b: State, written: State) -> State:
                    else jnp.where(cond, getattr(a, f), getattr(b, f)) for f in State._fields])
 
 
-def _accepted(problem, cfg, s, p1, x1, t1, h, coef, order, land, h_next, t_end, accept) -> State:
+def _accepted(problem, cfg, s, p1, x1, t1, steps, coef, order, land, t_end, accept) -> State:
+    h, h_next, hmin = steps
     a, b, q_eff = coef
     q1 = problem.charge(x1, p1)
     qd1 = a * (q1 - q_eff) - b * s.qd
@@ -238,8 +248,10 @@ def _accepted(problem, cfg, s, p1, x1, t1, h, coef, order, land, h_next, t_end, 
         rec_t = rec_t.at[at].set(t1, mode="drop")
         rec_x = rec_x.at[at].set(x1, mode="drop")
         rec_order = rec_order.at[at - 1].set(order.astype(jnp.int8), mode="drop")
-    bp = jnp.minimum(jnp.where(land, _next_break(problem, p1, t1, t_end), s.bp), t_end)
-    restart = 0.1 * jnp.minimum(h, bp - t1)
+    bp = jnp.where(land, _next_break(problem, p1, t1, t_end), s.bp)
+    # as ngspice (dctran.c): 0.1 of the last step or of the gap to the next breakpoint, but
+    # not below 2 hmin "for no reason" (the landing on a closer breakpoint still clips it)
+    restart = jnp.maximum(0.1 * jnp.minimum(h, bp - t1), 2.0 * hmin)
     return s._replace(
         t=t1, h=jnp.where(land, restart, h_next), x=x1, q=q1, qd=qd1, qp=s.q, hist_t=hist_t,
         hist_x=hist_x, at_break=land, n_pts=jnp.minimum(s.n_pts + 1, HIST), bp=bp,

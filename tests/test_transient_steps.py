@@ -8,33 +8,9 @@ import numpy as np
 
 import simgraph as sg
 import solvers
+from test_transient import Capacitor, Node, Resistor
 
 T0 = 1.0  # s: in float32 an ulp of t is 1.2e-7 s, near the steps at the ramp below
-
-
-class Node(sg.ReffableTreeNode):
-    v: jax.Array = sg.unknown(default=0.0)
-
-    def residual(self):
-        return jnp.zeros((), jnp.result_type(self.v))
-
-
-class Resistor(sg.ReffableTreeNode):
-    a: Node
-    b: Node
-    r: jax.Array
-
-    def contributions(self):
-        i = (self.a.v - self.b.v) / self.r
-        return ((self.a, i), (self.b, -i))
-
-
-class Capacitor(sg.ReffableTreeNode):
-    a: Node
-    c: jax.Array
-
-    def charge(self):
-        return ((self.a, self.c * self.a.v),)
 
 
 class Ramp(sg.ReffableTreeNode):

@@ -374,3 +374,15 @@ def test_prepared_methods_per_structure_are_bounded(monkeypatch):
         assert bool(solvers.solve(graph, solvers.Newton(atol=atol)).converged)
     memo = solvers.System.build(graph).structure.prepared
     assert [m.atol for m in memo] == [1e-10, 1e-11]
+
+
+def test_a_system_read_inside_jit_keeps_no_tracer():
+    # System.x0 moves a host-gathered start to the device on first read; read first inside
+    # a jit that closes over the System, it kept the tracer, and the next eager solve failed
+    # with an UnexpectedTracerError.
+    system = solvers.System.build(chain([1.0, 8.0]))
+    inside = jax.jit(lambda c: solvers.solve(system).x * c)(2.0)
+    np.testing.assert_allclose(inside, [2.0, 4.0], rtol=1e-12)
+    assert not isinstance(system.x0, jax.core.Tracer)
+    np.testing.assert_allclose(solvers.solve(system).x, [1.0, 2.0], rtol=1e-12)
+    np.testing.assert_array_equal(jax.jit(lambda s: s.x0)(system), [1.0, 1.0])

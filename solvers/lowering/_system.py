@@ -24,6 +24,7 @@ from . import (_analyse, _equations, _gather, _grouped, _kind_count, _kinds, _ob
 from ._canonical import canonical, hooks_text
 from ._element_jacobian import ElementJacobian
 from ._model_errors import LoweringError, ModelError, SingularComponentError
+from .._concrete import is_traced
 from ..linear._sparsity import SparsityPattern
 from ._system_paths import NodeList, Paths
 
@@ -136,9 +137,12 @@ class System:
         """The start: the graph's unknowns, in the order of `unknown_paths`."""
         # Gathered on the host, it stays there until read here: a solve passes ``_x0`` to its
         # compiled program with the other inputs (a separate copy costs ~10 us a call).
-        if isinstance(self._x0, np.ndarray):
-            self._x0 = jax.device_put(self._x0)
-        return self._x0
+        if not isinstance(self._x0, np.ndarray):
+            return self._x0
+        x0 = jax.device_put(self._x0)
+        if not is_traced(x0):  # read inside a transform (a System closed over): not kept
+            self._x0 = x0
+        return x0
 
     @property
     def n(self) -> int:

@@ -169,7 +169,7 @@ def _prepared(system: System, solver) -> tuple[FlatProblem, AbstractRootMethod]:
 
 def _prepare(system: System, solver) -> tuple[FlatProblem, AbstractRootMethod]:
     step_limit = _StepLimit(system._s) if system.has_step_limit else None
-    _, method = check_arguments(_start(system, system._x0), _method(system, solver))
+    _, method = check_arguments(_start(system, system.x0), _method(system, solver))
     return FlatProblem(_Residual(system._s), step_limit, host_callable=True), method
 
 

@@ -106,8 +106,10 @@ def sweep_graph(root: Any, method: Any, named: Mapping[str, str], parameter: str
     except sg.GraphError as err:
         if parameter in named or isinstance(err, solvers.ModelError):
             raise
-        raise type(err)(f"{parameter!r} is not a named sweep parameter (those are "
-                        f"{', '.join(named)}); as a key path: {err}") from None
+        # the same error (its type and fields), its message led by the names there are
+        err.args = (f"{parameter!r} is not a named sweep parameter (those are "
+                    f"{', '.join(named)}); as a key path: {err}",) + err.args[1:]
+        raise
 
 
 def scalar(value, index) -> Any:

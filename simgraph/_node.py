@@ -59,6 +59,8 @@ class ReffableTreeNode:
             raise _undeclared(type(self), name)
         if name in type(self).__sg_statics__ and _outside.holds_node(value, ReffableTreeNode):
             raise _node_in_static(type(self), name)
+        if type(value) is np.ndarray and value.dtype.hasobject:
+            raise _object_array(type(self), name, value)
         object.__setattr__(self, name, value)
 
     def __repr__(self) -> str:
@@ -134,6 +136,19 @@ def check_fields(node: ReffableTreeNode) -> None:
                 f"{cls.__name__}.{name} holds a {type(value).__name__}, which JAX cannot trace. "
                 f"Declare it as static metadata: `{name}: str = sg.static()`."
             )
+
+
+def _object_array(cls: type, name: str, value: np.ndarray) -> GraphTypeError:
+    """A numpy array of Python objects is one opaque leaf: JAX cannot trace it, and nodes
+    inside it would be left out of the graph (their sharing lost)."""
+    nodes = any(isinstance(v, ReffableTreeNode) for v in value.reshape(-1).tolist())
+    fix = ("Hold the nodes in a list (`list(array)`), which keeps them in the graph and "
+           "their references shared" if nodes else
+           "Convert it to numbers, e.g. `np.asarray(value, dtype=float)`")
+    return GraphTypeError(
+        f"{cls.__name__}.{name} holds a numpy array of dtype object"
+        f"{' holding nodes' if nodes else ''}, which JAX cannot trace. {fix}."
+    )
 
 
 def _short_repr(value: Any) -> str:

@@ -327,3 +327,23 @@ def test_plain_array_class_attributes_are_defaults_and_numpy_ones_not_shared():
     assert a.table is PlainArrays.table
     leaves = jax.tree_util.tree_leaves(a)
     assert len(leaves) == 2 and float(leaves[1][0]) == 5.0
+
+
+@pytest.mark.parametrize("holds_nodes", [True, False])
+def test_a_numpy_object_array_is_refused_where_it_is_set(holds_nodes):
+    # One opaque leaf to JAX: nodes inside were left out of the graph, and jit failed far
+    # away on an untraceable leaf.
+    class Holder(sg.ReffableTreeNode):
+        table: object
+
+    p = GradientProvider(jnp.asarray(1.0))
+    table = np.empty(2, dtype=object)
+    table[:] = [p, p] if holds_nodes else [1.0, "a"]
+    expect = "holding nodes.*in a list" if holds_nodes else "Convert it to numbers"
+    with pytest.raises(sg.GraphTypeError, match=rf"Holder\.table holds a numpy array of dtype object.*{expect}"):
+        Holder(table)
+    holder = Holder([p, p])
+    with pytest.raises(sg.GraphTypeError, match="dtype object"):
+        holder.table = table
+    assert holder.table == [p, p]  # the refused assignment changed nothing
+    assert Holder(np.zeros(2)).table.shape == (2,)  # numeric arrays are data, as before

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import simgraph as sg
 import solvers
@@ -50,9 +51,56 @@ def test_a_step_of_a_few_ulps_of_t_is_rejected_until_it_ends():
                                                                        max_steps=500))
     code = solvers.TRANSIENT_RESULTS(int(sol.result))
     assert code in (solvers.TRANSIENT_RESULTS.successful,
-                    solvers.TRANSIENT_RESULTS.step_too_small), sol.message()
+                    solvers.TRANSIENT_RESULTS.time_resolution), sol.message()
     if code == solvers.TRANSIENT_RESULTS.successful:
         x = t.astype(float) - T0 - 1e-4
         ramp = lambda s: np.maximum(s, 0) - 1e-3 * -np.expm1(-np.maximum(s, 0) / 1e-3)  # noqa: E731
         np.testing.assert_allclose(np.asarray(sol.value(out))[:, 0],
                                    (ramp(x) - ramp(x - 1e-5)) / 1e-5, atol=5e-3)
+
+
+class Jump(sg.ReffableTreeNode):
+    """0 V, then a 1 ns ramp to 1 V at T0 + 0.1 ms with no breakpoint declared."""
+
+    a: Node
+    clock: solvers.Clock
+    i: jax.Array = sg.unknown(default=0.0)
+
+    def residual(self):
+        return self.a.v - jnp.clip((self.clock.t - (T0 + 1e-4)) / 1e-9, 0.0, 1.0)
+
+    def contributions(self):
+        return ((self.a, self.i),)
+
+
+def _jump_run(x64: bool):
+    with jax.enable_x64(x64):
+        a, out = Node(), Node()
+        graph = RC(Jump(a, solvers.Clock()), Resistor(a, out, 1e3), Capacitor(out, 1e-6))
+        t = (T0 + np.linspace(0.0, 3e-3, 7)).astype(np.float64 if x64 else np.float32)
+        return solvers.simulate(graph, t, integrator=solvers.Integrator(rtol=1e-4, atol=1e-6,
+                                                                        max_steps=2000))
+
+
+def test_a_float32_run_at_the_times_resolution_says_so_not_hmin():
+    """At t = 1 s float32 times are 1.2e-7 s apart, far above the default hmin (3e-14 s
+    here): the run stopped with step_too_small, whose message said to lower hmin."""
+    sol = _jump_run(False)
+    assert int(sol.result) == int(solvers.TRANSIENT_RESULTS.time_resolution), sol.message()
+    text = sol.message()
+    assert text.startswith("time_resolution: The step fell below the resolution of the time")
+    assert 'jax.config.update("jax_enable_x64", True)' in text and "lower hmin" not in text
+    with pytest.raises(RuntimeError, match="time_resolution"):
+        sol.raise_if_failed()
+    assert int(_jump_run(True).result) == int(solvers.TRANSIENT_RESULTS.successful)
+
+
+def test_a_failure_above_the_resolution_keeps_step_too_small():
+    """An hmin well above the spacing of t (and a step that cannot succeed) still blames hmin."""
+    with jax.enable_x64(True):
+        a, out = Node(), Node()
+        graph = RC(Jump(a, solvers.Clock()), Resistor(a, out, 1e3), Capacitor(out, 1e-6))
+        t = T0 + np.linspace(0.0, 3e-3, 7)
+        sol = solvers.simulate(graph, t, integrator=solvers.Integrator(
+            rtol=1e-6, atol=1e-9, hmin=1e-6, hmax=1e-4, newton_steps=1, max_steps=2000))
+    assert int(sol.result) == int(solvers.TRANSIENT_RESULTS.step_too_small), sol.message()

@@ -16,6 +16,7 @@ import numpy as np
 from ._spice_numbers import format_spice_number as _num
 from ._spice_numbers import parse_spice_number
 from ._wave_params import WAVEFORMS, check_wave_params  # noqa: F401 (the reader's import)
+from ._tran_times import tran_problem
 
 #: ``.options method=`` words and the integration method each names.
 SPICE_METHODS = {"trap": "trapezoidal", "trapezoidal": "trapezoidal", "gear": "gear"}
@@ -174,7 +175,8 @@ class DCSweep:
 @dataclass(frozen=True)
 class Transient:
     """``.tran tstep tstop [tstart [tmax]] [uic]``: output every ``tstep`` from ``tstart`` to
-    ``tstop`` (s); steps at most ``tmax`` (None: ngspice's default, see ``step_limit``)."""
+    ``tstop`` (s); steps at most ``tmax`` (None or 0: ngspice's default, see ``step_limit``;
+    the rules for the values: ``_tran_times``)."""
 
     tstep: float
     tstop: float
@@ -205,7 +207,7 @@ class Transient:
                 "keep the steps small)")
 
     def step_limit(self) -> float:
-        """``tmax``, else ngspice's default ``min(tstep, (tstop - tstart) / 50)``."""
+        """``tmax``, else (None or 0) ngspice's default ``min(tstep, (tstop - tstart) / 50)``."""
         if self.tmax is not None and self.tmax > 0:
             return self.tmax
         return min(self.tstep, (self.tstop - self.tstart) / 50.0)
@@ -330,9 +332,10 @@ def _validate(netlist: Netlist) -> None:
             raise ValueError(f".initial_conditions[{node!r}]: not a node of the netlist, or "
                              "not a finite voltage")
     for i, a in enumerate(netlist.analyses):
-        if isinstance(a, Transient) and not (0 < a.tstep and a.tstart >= 0
-                                             and a.tstop > a.tstart):
-            raise ValueError(f".analyses[{i}]: .tran needs 0 < tstep and 0 <= tstart < tstop")
+        bad = tran_problem(a.tstep, a.tstop, a.tstart, a.tmax) if isinstance(a, Transient) \
+            else None
+        if bad is not None:
+            raise ValueError(f".analyses[{i}]: .tran {bad[1]}")
         if isinstance(a, Transient) and a.grid_problem() is not None:
             raise ValueError(f".analyses[{i}]: .tran {a.grid_problem()}")
         if isinstance(a, DCSweep) and not isinstance(

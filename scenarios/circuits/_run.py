@@ -1,4 +1,5 @@
-"""``python -m scenarios run circuit``: the operating point, or a DC sweep, of a SPICE netlist."""
+"""``python -m scenarios run circuit``: the operating point, a DC sweep or the transient of a
+SPICE netlist."""
 from __future__ import annotations
 
 import os
@@ -7,9 +8,10 @@ from typing import Any
 
 from .._cli_report import (Report, SweepSpec, failed_note, named_rows, plot_bars, plot_lines, sweep_rows,
                            sweep_span)
+from .._errors import FormatError
 from ._netlist import DCSweep, Netlist, Transient, VoltageSource
 from ._solve import solve_circuit, sweep_circuit
-from ._spice_reader import read_netlist
+from ._spice_reader import read_deck
 from ._transient import simulate_circuit
 
 __all__ = ["EXAMPLE", "run"]
@@ -20,15 +22,17 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "circuits" / "ladder
 
 def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
         solver: Any = None, progress: bool | None = None) -> Report:
-    """Solve the netlist (default: :data:`EXAMPLE`). ``sweep`` (``V1=0:5:51``: a source by
-    name) or else the netlist's ``.dc`` analysis runs as one batched solve; otherwise the
-    ``.op`` operating point is computed; a deck with ``.tran`` runs its transient."""
-    netlist = read_netlist(input or EXAMPLE)
+    """Solve the netlist (default: :data:`EXAMPLE`). A deck with ``.tran`` runs its
+    transient (``sweep`` and a ``.dc`` card are refused there: one analysis per run);
+    otherwise ``sweep`` (``V1=0:5:51``: a source by name) or else the netlist's ``.dc``
+    analysis runs as one batched solve, or the ``.op`` operating point is computed."""
+    netlist, name, lines = read_deck(input or EXAMPLE)
     dc = next((a for a in netlist.analyses if isinstance(a, DCSweep)), None)
+    if any(isinstance(a, Transient) for a in netlist.analyses):
+        _check_transient_run(name, lines, sweep)
+        return _transient_report(netlist)
     if sweep is not None:
         return _sweep_report(netlist, sweep.param, sweep.values, solver, progress)
-    if any(isinstance(a, Transient) for a in netlist.analyses):
-        return _transient_report(netlist)
     if dc is not None:
         return _sweep_report(netlist, dc.source, dc.points(), solver, progress)
     result = solve_circuit(netlist, solver=solver)
@@ -45,6 +49,24 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
 
     return Report.from_doc("circuit", doc, rows, solver, draw, title=_title(netlist),
                            notes=notes, tables=lambda: {"circuit": result.to_frame()})
+
+
+def _check_transient_run(name: str, lines: dict[str, int], sweep: SweepSpec | None) -> None:
+    """A ``.tran`` deck runs its transient only: refuse a ``--sweep`` or a ``.dc`` card,
+    which would otherwise be dropped without a word."""
+    tran = lines[".tran"]
+    if sweep is not None:
+        raise FormatError(
+            name, tran, f"--sweep {sweep.param}=... sweeps the DC solution, but this deck's "
+            ".tran card asks for a transient, and a transient cannot be swept here",
+            "drop --sweep to run the transient, or remove the .tran card (in a copy of the "
+            "deck) to run the DC sweep; to run the transient for several values, call "
+            "scenarios.circuits.simulate_circuit once per value from Python")
+    if ".dc" in lines:
+        raise FormatError(
+            name, lines[".dc"], f"this deck has both .dc and .tran (line {tran}), but run "
+            "circuit runs one analysis (the .dc would be dropped)",
+            "remove one of the cards, or put each in a deck of its own")
 
 
 def _title(netlist: Netlist) -> str:

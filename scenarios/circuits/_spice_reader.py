@@ -4,7 +4,8 @@ Supported: title line, ``*`` comment lines, ``;`` / ``$`` / ``//`` inline commen
 continuation lines, case-insensitive element letters and dot-commands, ``R``, ``C``, ``L``,
 ``D``, ``V``, ``I`` elements (sources with PULSE/SIN/EXP/PWL waveforms), ``.model NAME D(...)``,
 ``.op``, ``.dc``, ``.tran``, ``.ic``, ``.options``/``.option``/``.opt``,
-``.temp``, ``.title``, ``.end``, ``.control``...``.endc`` (skipped), output/other-analysis
+``.temp``, ``.title``, ``.end``, ``.control``...``.endc`` (skipped; a ``tran`` or ``dc``
+command there is a FormatError, as it would run an analysis), output/other-analysis
 commands (ignored). Anything else that could change the DC solution is a FormatError.
 """
 from __future__ import annotations
@@ -22,11 +23,13 @@ from ._spice_transient import TransientCards
 from ._spice_numbers import parse_spice_number
 from ._spice_tokens import _COMMENT, _SPECIAL, _AnyKey, _as_tokens, _Tok, _tokens, _usage
 
-__all__ = ["read_netlist"]
+__all__ = ["read_deck", "read_netlist"]
 
 _IGNORED_DOT = {".save", ".print", ".plot", ".probe", ".width", ".ac", ".noise",
                 ".tf", ".sens", ".four", ".meas", ".measure", ".disto", ".pz", ".nodeset",
                 ".global", ".csparam", ".echo"}
+#: ``.control`` commands that run an analysis (ngspice would run them; the block is skipped).
+_CONTROL_ANALYSES = {"tran", "dc"}
 _UNSUPPORTED_DOT = {".param", ".func", ".include", ".inc", ".lib", ".subckt", ".ends",
                     ".if", ".elseif", ".else", ".endif", ".step", ".alter", ".endl"}
 # Diode parameters with no effect on the DC solution at TEMP = TNOM (kept in DiodeModel.params;
@@ -58,6 +61,14 @@ def read_netlist(path_or_text: str | os.PathLike) -> Netlist:
     return _Reader(name).parse(text)
 
 
+def read_deck(path_or_text: str | os.PathLike) -> tuple[Netlist, str, dict[str, int]]:
+    """:func:`read_netlist`, with the deck's name (for errors) and the line of the first
+    ``.op``, ``.dc`` and ``.tran`` card it has (``{".tran": 7}``)."""
+    name, text = read_source(path_or_text)
+    reader = _Reader(name)
+    return reader.parse(text), name, dict(reader.analysis_lines)
+
+
 class _Reader(ElementCards, TransientCards):
     def __init__(self, path: str) -> None:
         self.path = path
@@ -65,6 +76,7 @@ class _Reader(ElementCards, TransientCards):
         self.element_lines: dict[str, int] = {}
         self.models: dict[str, tuple[DiodeModel, int]] = {}
         self.analyses: list = []
+        self.analysis_lines: dict[str, int] = {}  # ".op"/".dc"/".tran" -> its first card's line
         self.options: dict[str, float | str | bool] = {}
         self.temperature: float | None = None
         self.initial: dict[str, float] = {}
@@ -109,6 +121,12 @@ class _Reader(ElementCards, TransientCards):
             head = stripped.split(None, 1)[0].lower() if stripped else ""
             if control_line:
                 control_line = 0 if head == ".endc" else control_line
+                if head in _CONTROL_ANALYSES:  # would run in ngspice; skipped here
+                    command = _COMMENT.split(stripped, maxsplit=1)[0].strip()
+                    raise self.error(number, f"{command!r} in the .control block (line "
+                                     f"{control_line}) runs an analysis, but .control blocks are "
+                                     "not read here", f"write it as a card before the block: "
+                                     f"'.{command}'")
                 continue
             if not stripped or stripped.startswith("*"):
                 continue
@@ -210,6 +228,8 @@ class _Reader(ElementCards, TransientCards):
                     ".ic": self._ic_card}
         if command in handlers:
             handlers[command](card)
+            if command in (".op", ".dc", ".tran"):
+                self.analysis_lines.setdefault(command, head.line)
         elif command in _UNSUPPORTED_DOT:
             raise self.error(head, f"{head.text} is not supported (it can change the DC "
                                    "solution)", "expand it into plain R, D, V, I elements")

@@ -6,6 +6,7 @@ import numpy as np
 
 from ._netlist import Capacitor, Inductor, Transient, Waveform, check_wave_params
 from ._spice_tokens import _skip_function, _Tok
+from ._tran_times import TRAN_VALUES, tran_problem
 
 __all__ = ["TransientCards", "time_zero_value"]
 
@@ -69,7 +70,8 @@ def _pwl_at_zero(params: tuple) -> float:
 
 class TransientCards:
     """Parsers of the cards that only a transient uses; the reader provides ``error``,
-    ``_node``, ``_number``, ``_params``, ``_name``, ``analyses`` and ``initial``."""
+    ``_node``, ``_number``, ``_params``, ``_name``, ``analyses``, ``analysis_lines`` and
+    ``initial``."""
 
     def _storage(self, card: list[_Tok]) -> Capacitor | Inductor:
         """``Cname n1 n2 value`` / ``Lname n1 n2 value`` (``m=`` multiplier allowed)."""
@@ -103,19 +105,24 @@ class TransientCards:
         return Waveform(kind, tuple(values)), end
 
     def _tran(self, card: list[_Tok]) -> None:
+        """``.tran tstep tstop [tstart [tmax]] [uic]``; one per deck (``_tran_times`` rules)."""
         words = [t for t in card[1:] if t.text.lower() != "uic"]
         if not 2 <= len(words) <= 4:
             raise self.error(card[0], ".tran needs tstep tstop [tstart [tmax]]",
                              "write '.tran 1u 1m' (output every 1 us up to 1 ms)")
-        values = [self._number(t, ".tran " + what) for t, what in
-                  zip(words, ("tstep", "tstop", "tstart", "tmax"))]
-        tstep, tstop = values[0], values[1]
+        first = self.analysis_lines.get(".tran")
+        if first is not None:
+            raise self.error(card[0], f"a second .tran card (the first is on line {first}): "
+                             "one transient per deck is supported",
+                             "remove one, or put each in a deck of its own")
+        values = [self._number(t, ".tran " + what) for t, what in zip(words, TRAN_VALUES)]
+        bad = tran_problem(*values)
+        if bad is not None:
+            raise self.error(words[bad[0]], f".tran {bad[1]}", bad[2])
         tstart = values[2] if len(values) > 2 else 0.0
-        if not (tstep > 0 and 0 <= tstart < tstop):
-            raise self.error(card[0], f".tran {tstep:g} {tstop:g}: need tstep > 0 and "
-                                      "0 <= tstart < tstop", "fix the times")
         tmax = values[3] if len(values) > 3 else None
-        tran = Transient(tstep, tstop, tstart, tmax, any(t.text.lower() == "uic" for t in card[1:]))
+        tran = Transient(values[0], values[1], tstart, tmax,
+                         any(t.text.lower() == "uic" for t in card[1:]))
         if tran.grid_problem() is not None:
             raise self.error(words[0], f".tran: {tran.grid_problem()}")
         self.analyses.append(tran)

@@ -22,9 +22,22 @@ _ADVICE = {
         "value) or tstep where they hold the steps small, loosen .options reltol, or shorten "
         "tstop; from Python, pass simulate_circuit(..., integrator=integrator_for(netlist, "
         "system, tran, max_steps=...)). " + _NAN_AFTER),
+    R.time_resolution: (
+        "after t = {t:.6g} s the step fell below the resolution of the time there ({dtype}: "
+        "times {ulp:.3g} s apart; the smallest step, 1e-11 of the .tran step limit, is "
+        "{hmin:.3g} s), with Newton or the error test failing. {what} " + _NAN_AFTER),
     R.initial_point_failed: (
         "the operating point at t = 0 did not converge: check the circuit's .op, or add uic to "
         "the .tran card to start from the .ic values (0 V elsewhere) without one."),
+}
+
+#: What to do at the time's resolution: in float32 (True), or in float64 (False).
+_RESOLUTION_WHAT = {
+    True: ("Enable float64 with jax.config.update(\"jax_enable_x64\", True) before reading the "
+           "deck (python -m scenarios does), or move the events nearer t = 0 (shorter source "
+           "delays and tstop), where times are finer."),
+    False: ("The circuit may jump there (a source corner with no breakpoint) or have no "
+            "solution: check the circuit near that time."),
 }
 
 
@@ -35,8 +48,10 @@ def deck_message(solution, integrator: solvers.Integrator | None) -> str:
     code = R(int(np.asarray(solution.result)))
     if code not in _ADVICE or integrator is None or integrator.hmin is None:
         return solution.message()
-    text = _ADVICE[code].format(t=_reached(solution), hmin=integrator.hmin,
-                                max_steps=integrator.max_steps)
+    t, dtype = _reached(solution), np.asarray(solution.t).dtype
+    text = _ADVICE[code].format(t=t, hmin=integrator.hmin, max_steps=integrator.max_steps,
+                                dtype=dtype.name, ulp=float(np.spacing(dtype.type(t))),
+                                what=_RESOLUTION_WHAT[dtype.itemsize < 8])
     return f"{code.name}: {text}"
 
 

@@ -34,6 +34,7 @@ from ._solve import default_solver, solve_circuit
 from ._spice_reader import read_netlist
 from ._topology import CircuitError
 from ._tran_messages import deck_message
+from ._tran_times import tran_problem
 
 __all__ = ["CircuitTransient", "simulate_circuit", "integrator_for"]
 
@@ -194,6 +195,9 @@ def simulate_circuit(netlist: TransientInput, tran: Transient | None = None, *,
     if tran is None:
         raise ValueError(f"netlist {netlist.title!r} has no .tran analysis; give one "
                          "(scenarios.circuits.Transient(tstep, tstop))")
+    bad = tran_problem(tran.tstep, tran.tstop, tran.tstart, tran.tmax)
+    if bad is not None:  # a Transient given here is no part of the checked Netlist
+        raise ValueError(f"{tran}: {bad[1]}; {bad[2]}")
     circuit, initial = _start(netlist, tran)
     system = solvers.System.build(circuit)
     cfg = integrator or integrator_for(netlist, system, tran)

@@ -22,6 +22,7 @@ class TRANSIENT_RESULTS(enum.IntEnum):
     step_too_small = 2
     initial_point_failed = 3
     nonfinite = 4
+    time_resolution = 5
 
     @property
     def message(self) -> str:
@@ -41,7 +42,20 @@ _MESSAGES = {
         "The initial (DC) operating point did not converge: check the model with solvers.solve "
         "at t = 0, or start from given initial conditions (initial='given')."),
     TRANSIENT_RESULTS.nonfinite: "A residual or state became NaN/inf.",
+    TRANSIENT_RESULTS.time_resolution: (
+        "The step fell below the resolution of the time (not hmin): times near t are rounded "
+        "to the floating-point spacing of t (float32: about 1.2e-7 |t|; float64: 2.2e-16 |t|), "
+        "which exceeds hmin / 8, so a smaller step is rounded to a cruder one or to none "
+        "(lowering hmin cannot help). In float32, enable float64 with "
+        "jax.config.update(\"jax_enable_x64\", True) before building the model; or run a "
+        "shorter or coarser simulation (times nearer 0, where the spacing is finer; looser "
+        "rtol/atol; a breakpoint at a jump). If float64 fails too, the model may jump there "
+        "with no breakpoint or have no solution. The output after that time is NaN."),
 }
+
+#: The smallest step is under this many spacings (ulps) of t: ``time_resolution``, not
+#: ``step_too_small`` (a step of a few ulps is rounded by a good fraction of itself).
+RESOLUTION_ULPS = 8.0
 
 
 METHODS = ("trapezoidal", "gear")
@@ -60,7 +74,9 @@ class Integrator:
     solve (at most ``newton_steps`` iterations, converged when every update is below
     ``newton_tol * (atol + rtol |x|)``) with the elements' ``step_limit``; a failed step is
     retried 8 times smaller, an inaccurate one smaller by the estimate, one cut below
-    ``hmin`` once at ``hmin`` (the run stops when that fails, as ngspice's at delmin).
+    ``hmin`` once at ``hmin`` (the run stops when that fails, as ngspice's at delmin:
+    ``step_too_small``, or ``time_resolution`` where ``hmin`` is under 8 floating-point
+    spacings of t, a limit that float32 reaches first).
     ``max_steps`` sizes the buffer of accepted steps (kept for gradients and inspection
     when ``save_steps``). ``linear_solver``: None picks dense LU or a sparse LU by size.
     """

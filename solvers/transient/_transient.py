@@ -21,7 +21,8 @@ from jax import lax
 
 from ..roots._implicit import implicit_solution
 from ._integrator import TRANSIENT_RESULTS as R
-from ._integrator import coefficients, divided_difference, lagrange_weights, lte_constant
+from ._integrator import (RESOLUTION_ULPS, coefficients, divided_difference, lagrange_weights,
+                          lte_constant)
 
 HIST = 4  # accepted points kept: the output interpolant is cubic (error estimates use 3 + the new)
 
@@ -264,9 +265,18 @@ def _finish(cfg, s: State, t_end, hmin) -> State:
     tiny = s.h < hmin
     bad = ~jnp.all(jnp.isfinite(s.x))
     result = jnp.where(ended, _code(R.successful), jnp.where(
-        bad, _code(R.nonfinite), jnp.where(tiny, _code(R.step_too_small), jnp.where(
+        bad, _code(R.nonfinite), jnp.where(tiny, _too_small(s.t, hmin), jnp.where(
             full, _code(R.max_steps_reached), s.result))))
     return s._replace(result=result, done=ended | full | tiny | bad)
+
+
+def _too_small(t, hmin) -> jax.Array:
+    """Why the step fell below ``hmin`` at ``t``: ``time_resolution`` where ``hmin`` is under
+    :data:`RESOLUTION_ULPS` spacings of ``t`` (the steps there round to multiples of it:
+    float32's limit, not hmin's), else ``step_too_small``."""
+    ulp = jnp.nextafter(t, jnp.asarray(jnp.inf, t.dtype)) - t
+    return jnp.where(hmin < RESOLUTION_ULPS * ulp, _code(R.time_resolution),
+                     _code(R.step_too_small))
 
 
 class Output(NamedTuple):

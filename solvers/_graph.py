@@ -22,6 +22,7 @@ from .linear._auto import AutoLinearSolver
 from .batch._batch import solve_flat_batch
 from .linear._bind import bind_linear_solvers
 from ._concrete import is_concrete, staging
+from ._inputs import check_flat_inputs, check_integer_range
 from .roots._method import AbstractRootMethod, FlatProblem
 from .roots._polyalgorithm import Default
 from .roots._solution import Solution, with_graph
@@ -205,6 +206,7 @@ def _solve_graph_batch(graph: Any, values: Mapping[Any, Any],
 
 def _batch_start(system: System, x0: Any, batched: tuple) -> jax.Array:
     """A batch's start, checked: one for every member ``(n,)`` or one each ``(B, n)``."""
+    check_flat_inputs("solve_batch", x0)
     x0, size = jnp.asarray(x0), int(batched[0].shape[0])
     if x0.ndim not in (1, 2) or x0.shape[-1] != system.n or x0.shape[:-1] not in ((), (size,)):
         raise ValueError(
@@ -296,26 +298,8 @@ def _sweep_array(value, key: Any) -> jax.Array:
         host = np.asarray(value)
     except jax.errors.TracerArrayConversionError:
         return jnp.asarray(value)
-    _check_integer_range(host, key)
+    check_integer_range(host, f"solve_batch values for {key!r}")
     return jax.device_put(host)
-
-
-def _check_integer_range(host: np.ndarray, key: Any) -> None:
-    """Refuse integers that JAX's narrower type would wrap (int64 values beyond int32 with
-    ``jax_enable_x64`` off: 2**40 became 0, and that member "converged" at a wrong answer)."""
-    if host.dtype.kind not in "iu" or host.size == 0:
-        return
-    want = np.dtype(jax.dtypes.canonicalize_dtype(host.dtype))
-    if want.itemsize >= host.dtype.itemsize:
-        return
-    info = np.iinfo(want)
-    low, high = host.min(), host.max()
-    if low < info.min or high > info.max:
-        raise ValueError(
-            f"solve_batch values for {key!r} range over [{low}, {high}], beyond {want} "
-            f"([{info.min}, {info.max}]), which JAX narrows {host.dtype} to while "
-            "jax_enable_x64 is off: enable it (jax.config.update('jax_enable_x64', True)) or "
-            "pass the values as floats.")
 
 
 def _sweep_values(system: System, values: Mapping[Any, Any]) -> tuple[tuple, tuple]:

@@ -80,6 +80,7 @@ def main(job: str, out: str, results_dir: str | None = None) -> None:
             mine = solvers.solve_batch(system, values, solver, chunk_size=CHUNK, gather=False)
             members = solvers.process_members(len(next(iter(values.values()))), CHUNK)
             np.savez(Path(out) / f"{name}-local-{pid}.npz", members=np.asarray(members),
+                     summary=np.asarray(mine.summary()),
                      **{f: getattr(mine.flat, f) for f in FIELDS})
     if job == "all":
         flat = solvers.solve_flat_batch(lambda x, p: x ** 2 - p, jnp.ones(1), FLAT_PARAMS,

@@ -129,6 +129,8 @@ def test_two_processes_resume_a_killed_sweep_and_equal_one_process(tmp_path, ref
         members = np.concatenate([part["members"] for part in local])
         np.testing.assert_array_equal(members, np.arange(len(ref["result"])))
         assert 0 < len(local[0]["members"]) < len(members)
+        for part in local:  # messages name members by their numbers in the batch
+            _assert_numbered_globally(part)
         _assert_same({f: np.concatenate([part[f] for part in local]) for f in FIELDS}, ref)
     flat = solvers.solve_flat_batch(lambda x, p: x ** 2 - p, np.ones(1), FLAT_PARAMS,
                                     solver=solvers.Newton(), chunk_size=CHUNK)
@@ -138,6 +140,19 @@ def test_two_processes_resume_a_killed_sweep_and_equal_one_process(tmp_path, ref
     assert list(np.asarray(flat.converged)) == [True, True, False, False, True, True, True]
     assert references["circuit"]["result"][5] == int(solvers.RESULTS.nonfinite_input)
     assert references["powerflow"]["result"][7] == int(solvers.RESULTS.nonfinite_input)
+
+
+def _assert_numbered_globally(part):
+    """A process's gather=False summary names its members by their numbers in the batch."""
+    first, last = int(part["members"][0]), int(part["members"][-1])
+    summary, failed = str(part["summary"]), part["result"] != 0
+    if first:
+        assert f"(members {first} to {last} of the batch)" in summary, summary
+    if failed.any():
+        norms = np.where(np.isfinite(part["residual_norm"]), part["residual_norm"], np.inf)
+        row = int(np.argmax(np.where(failed, norms, -1.0)))
+        named = f"{first + row} (row {row} here)" if first else f"{row}"
+        assert f"worst: member {named}: " in summary, summary
 
 
 def test_four_processes_equal_one_process(tmp_path, references, compile_cache):

@@ -179,6 +179,7 @@ def test_no_jax_internals_and_tracer_checks_in_one_place():
 #: (``simulate`` starts from ``solve``'s operating point).
 SOLVER_STAGES = {
     "solvers._result": 0, "solvers._concrete": 0, "solvers._compile_cache": 0,
+    "solvers._inputs": 0,
     "solvers.linear": 1,
     "solvers.roots": 2, "solvers.lowering": 2,
     "solvers.transient": 3, "solvers.batch": 3,

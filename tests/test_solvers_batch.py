@@ -74,6 +74,9 @@ def test_prefix_params_axes_mix_batched_and_shared_leaves():
     with pytest.raises(ValueError, match=r"x0 of solve_batch has shape \(3, 1, 1\): give "
                        r"\(n,\) .* or \(B, n\)"):  # said F must be (n,) -> (m,)
         solvers.solve_flat_batch(cubic, jnp.zeros((3, 1, 1)), p, params_axes={"a": None, "b": 0})
+    with pytest.raises(ValueError, match=r"params_axes \{'b': 0\} is not a prefix of the "
+                       r"structure of params"):  # was JAX's tree_map error about "tree_map tree"
+        solvers.solve_flat_batch(cubic, jnp.zeros(1), p, params_axes={"b": 0})
 
 
 def test_batch_inside_jit_is_a_plain_vmap():
@@ -232,3 +235,42 @@ def test_a_batch_axis_other_than_the_leading_one_is_refused():
     sol = solvers.solve_flat_batch(lambda x, q: fn(x, q["q"]), jnp.ones(1), {"q": p.T},
                                    params_axes={"q": 0}, chunk_size=2)
     np.testing.assert_allclose(sol.x[:, 0], [2.0, 3.0, 4.0, np.sqrt(2.0)], rtol=1e-10)
+
+
+def test_integer_params_that_jax_would_wrap_are_refused_naming_the_leaf():
+    # With x64 off JAX narrows int64 to int32: c = 2**40 became 0 and that member
+    # "converged" at x = 4.5e-4, a wrong answer with no word; an int64 x0 wrapped the same.
+    fn = lambda x, p: x ** 3 - p["c"]  # noqa: E731
+    with jax.enable_x64(False):
+        with pytest.raises(ValueError, match=r"params\['c'\] range over \[1, 1099511627776\], "
+                                             r"beyond int32.*jax_enable_x64"):
+            solvers.solve_batch(fn, jnp.ones(1), {"c": np.asarray([[1], [8], [2**40]])})
+        with pytest.raises(ValueError, match=r"solve_batch x0 range over.*beyond int32"):
+            solvers.solve_batch(fn, np.asarray([[1], [2**40]]), {"c": np.ones((2, 1))})
+        with pytest.raises(ValueError, match=r"solve params\['c'\] range over.*beyond int32"):
+            solvers.solve(fn, jnp.ones(1), {"c": np.asarray([2**40])})
+        within = solvers.solve_batch(fn, jnp.ones(1), {"c": np.asarray([[1], [8], [27]])},
+                                     solver=solvers.Newton())
+        np.testing.assert_allclose(np.asarray(within.x).ravel(), [1.0, 2.0, 3.0], rtol=1e-5)
+    assert jax.config.jax_enable_x64  # restored for the other tests
+    wide = solvers.solve_batch(fn, jnp.ones(1), {"c": np.asarray([[1], [2**40]])},
+                               solver=solvers.Newton(max_steps=200))
+    np.testing.assert_allclose(np.asarray(wide.x).ravel(), [1.0, 2.0 ** (40 / 3)], rtol=1e-9)
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_throw_under_jit_raises_jax_runtime_error_after_a_call_that_succeeded(batched):
+    # A jitted function whose first call succeeded runs from JAX's C++ fast path, which
+    # turned the SolveError of a later call into a plain ValueError (jax-ml/jax#34083).
+    fn = lambda x, p: x ** 2 - p  # noqa: E731
+    if batched:
+        run = jax.jit(lambda p: solvers.solve_batch(fn, jnp.ones(1), p, throw=True).x)
+        good, bad = jnp.asarray([[4.0], [9.0]]), jnp.asarray([[4.0], [-9.0]])
+    else:
+        run = jax.jit(lambda p: solvers.solve(fn, jnp.ones(1), p, throw=True).x)
+        good, bad = jnp.asarray([9.0]), jnp.asarray([-9.0])
+    np.testing.assert_allclose(np.abs(run(good)), np.sqrt(good))
+    for _ in range(2):
+        with pytest.raises(jax.errors.JaxRuntimeError, match="SolveError"):
+            run(bad).block_until_ready()
+    np.testing.assert_allclose(np.abs(run(good)), np.sqrt(good))

@@ -250,5 +250,15 @@ def test_integer_sweep_values_that_jax_would_wrap_are_refused():
         graph = IntCubic(jnp.asarray(1, jnp.int32))
         with pytest.raises(ValueError, match=r"'IntCubic.c'.*beyond int32.*jax_enable_x64"):
             solvers.solve_batch(graph, {"IntCubic.c": np.asarray([1, 8, 2**40])})
+        with pytest.raises(ValueError, match=r"solve_batch x0 range over.*beyond int32"):
+            solvers.solve_batch(graph, {"IntCubic.c": np.asarray([1, 8])},
+                                x0=np.asarray([[1], [2**40]]))
         within = solvers.solve_batch(graph, {"IntCubic.c": np.asarray([1, 8, 27])})
         np.testing.assert_allclose(np.asarray(within.x).ravel(), [1.0, 2.0, 3.0], rtol=1e-5)
+        # a node's own int64 leaf: gathered into the System's int32 column, wrapped to 0
+        with pytest.raises(ValueError, match=r"IntCubic\.c values range over.*beyond int32"):
+            solvers.solve(IntCubic(np.asarray(2**40)), solvers.Newton())
+        with pytest.raises(ValueError, match=r"IntCubic\.c values range over.*beyond int32"):
+            solvers.solve_batch(sg.Bundle(IntCubic(np.asarray(2**40)), IntCubic(np.asarray(1))),
+                                {".items[1].c": np.asarray([1, 8])})
+        np.testing.assert_allclose(solvers.solve(IntCubic(np.asarray(27))).x, [3.0], rtol=1e-5)

@@ -353,3 +353,33 @@ def test_processes_agree_whether_to_count_progress(monkeypatch):
     for others, mine, counts in ((1, False, True), (0, False, False), (0, Meter(), True)):
         monkeypatch.setattr(_sweep, "all_counts", lambda v, o=others: np.asarray([v, o]))
         assert _sweep._counting(mine) is counts
+
+
+def test_a_process_part_of_a_sweep_names_members_by_their_number_in_the_batch(monkeypatch):
+    """gather=False on process 1 of 2 keeps members 6 to 10: its messages said "member 2"
+    for member 8 of the batch; they name member 8 (and its row here), indices stay rows."""
+    import jax
+    from solvers.batch import _sweep
+
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    monkeypatch.setattr(jax, "process_index", lambda: 1)
+    monkeypatch.setattr(_sweep, "all_counts", lambda v: np.asarray([v, v]))
+    values = np.linspace(1.0, 11.0, 11)
+    values[8] = np.nan
+    mine = solvers.solve_batch(graph(), {"items[0].c": values}, NEWTON, chunk_size=3,
+                               gather=False, progress=False)
+    assert solvers.process_members(11, 3) == range(6, 11) and mine.first_member == 6
+    np.testing.assert_allclose(np.asarray(mine.x[[0, 1, 3, 4], 0]), np.cbrt(values[[6, 7, 9, 10]]))
+    assert mine.worst_index() == 2 and mine.flat.first_member == 6
+    assert mine.message(2).startswith("member 8 (row 2 here): nonfinite_input")
+    assert "5 member(s) (members 6 to 10 of the batch)" in mine.summary()
+    with pytest.raises(solvers.SolveError, match=r"1 of 5 members \(members 6 to 10 of the "
+                       r"batch\) failed; member 8 \(row 2 here\)") as err:
+        solvers.solve_batch(graph(), {"items[0].c": values}, NEWTON, chunk_size=3,
+                            gather=False, progress=False, throw=True)
+    assert err.value.index == 2
+    again = jax.tree_util.tree_map(lambda a: a, mine)  # a pytree keeps the numbering
+    assert again.first_member == 6 and "member 8 (row 2 here)" in again.summary()
+    pytest.importorskip("pandas")
+    assert list(mine.to_frame().columns) == ["owner", 6, 7, 8, 9, 10]
+    assert sorted(set(mine.to_frame(long=True)["member"])) == [6, 7, 8, 9, 10]

@@ -21,6 +21,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from .._concrete import is_concrete
 from ..roots._method import AbstractRootMethod, Continuation, FlatProblem, StepLimit
 from ..roots._polyalgorithm import Default
+from .._inputs import check_flat_inputs
 from ..roots._solution import Solution
 from ..roots._staging import member_starts, member_values, retrying, run_staged
 from ..linear._pattern_check import check_pattern_once
@@ -149,9 +150,16 @@ def _axes_leaves(params, params_axes) -> tuple:
     if params_axes is None or isinstance(params_axes, int):
         axes = tuple(params_axes for _ in leaves)
     else:
-        full = jax.tree_util.tree_map(
-            lambda axis, sub: jax.tree_util.tree_map(lambda _: axis, sub), params_axes, params,
-            is_leaf=lambda a: a is None or isinstance(a, int))
+        try:
+            full = jax.tree_util.tree_map(
+                lambda axis, sub: jax.tree_util.tree_map(lambda _: axis, sub), params_axes,
+                params, is_leaf=lambda a: a is None or isinstance(a, int))
+        except ValueError as bad:
+            raise ValueError(
+                f"params_axes {params_axes!r} is not a prefix of the structure of params "
+                f"({jax.tree_util.tree_structure(params)}): give one 0/None per subtree of "
+                f"params, e.g. a dict with params' keys, or one 0/None for all. JAX: {bad}"
+            ) from None
         axes = tuple(jax.tree_util.tree_leaves(full, is_leaf=lambda a: a is None))
     for axis in axes:
         if axis is not None and (isinstance(axis, bool) or axis != 0):
@@ -215,6 +223,7 @@ def solve_flat_batch(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any,
     checked at the first member).
     """
     check_chunk_size(chunk_size)
+    check_flat_inputs("solve_batch", x0, params)
     x0, method = check_arguments(x0, solver, sparsity)
     problem = FlatProblem(fn, step_limit, continuation)
     if x0.ndim not in (1, 2):

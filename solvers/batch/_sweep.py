@@ -127,8 +127,10 @@ def sweep_flat(problem: Any, method: Any, x0: Any, params: Any, params_axes: Any
     mine = {f: np.concatenate([r[f] for r in own]) for f in FIELDS}
     if gather:
         mine = gather_rows(mine, [len(plan.members(p)) for p in range(plan.processes)])
-    flat = FlatSolution(**{f: jnp.asarray(v) for f, v in mine.items()})
-    return flat, None if gather else plan.members(pid)
+    members = None if gather else plan.members(pid)
+    first = 0 if members is None or not members else members.start  # messages: global numbers
+    flat = FlatSolution(**{f: jnp.asarray(v) for f, v in mine.items()}, first_member=first)
+    return flat, members
 
 
 def _counting(progress: Any) -> bool:

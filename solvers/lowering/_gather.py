@@ -19,6 +19,7 @@ import numpy as np
 import simgraph as sg
 
 from .._concrete import is_traced
+from .._inputs import check_integer_range
 from ._kinds import Analysis, Column, _Keys, _python_keys
 
 
@@ -116,6 +117,8 @@ def _columns(an: Analysis, positions: list, leaves: list) -> dict | None:
                     device[ki, j] = values
                     continue
                 values = [np.asarray(v) for v in values]
+            if col.dtype.kind in "iu":  # numpy would wrap what JAX narrows (x64 off)
+                check_integer_range(np.asarray(values), f"{kind.label}.{col.label} values")
             host[ki, j] = np.asarray(values, dtype=col.dtype).reshape((kind.count,) + col.shape)
     if device:
         dtypes = tuple(an.kinds[ki].columns[j].dtype for ki, j in device)

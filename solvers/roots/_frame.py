@@ -39,7 +39,8 @@ def solution_frame(solution: Any, long: bool = False) -> Any:
     """Table of the solved unknowns of ``solution`` (a :class:`solvers.Solution`).
 
     One row per unknown, indexed by its key path, with columns ``owner`` (the node's class)
-    and ``value``; for a batch one column per member (``0, 1, ...``) instead of ``value``,
+    and ``value``; for a batch one column per member (``0, 1, ...``; a sweep's process part
+    from its ``first_member``) instead of ``value``,
     or with ``long=True`` one row per (member, unknown) with columns ``member``, ``path``,
     ``owner``, ``value``.
     """
@@ -51,11 +52,12 @@ def solution_frame(solution: Any, long: bool = False) -> Any:
         frame = pd.DataFrame({"owner": owners, "value": x}, index=pd.Index(paths, name="path"))
         return frame.reset_index() if long else frame
     members = x.reshape(-1, system.n)
-    if long:
-        count = len(members)
-        return pd.DataFrame({"member": np.repeat(np.arange(count), system.n),
+    count = len(members)
+    numbers = pd.RangeIndex(solution.first_member, solution.first_member + count)
+    if long:  # a sweep's process part: members by their numbers in the batch
+        return pd.DataFrame({"member": np.repeat(np.asarray(numbers), system.n),
                              "path": paths * count, "owner": owners * count,
                              "value": members.reshape(-1)})
-    frame = pd.DataFrame(members.T, index=pd.Index(paths, name="path"))
+    frame = pd.DataFrame(members.T, index=pd.Index(paths, name="path"), columns=numbers)
     frame.insert(0, "owner", owners)
     return frame

@@ -22,7 +22,8 @@ from ._frame import solution_frame
 
 
 class SolveError(RuntimeError):
-    """A solve failed; ``index`` is the worst failed batch member, ``code`` its RESULTS."""
+    """A solve failed; ``index`` is the worst failed batch member (an index into the
+    solution's arrays, as `Solution.worst_index`), ``code`` its RESULTS."""
 
     def __init__(self, message: str, index=None, code: RESULTS | None = None):
         super().__init__(message)
@@ -45,6 +46,11 @@ class Solution:
     ``system`` (the solved graph), ``params``, ``value(node)``, ``diagnose()`` and
     ``to_frame()``; for a flat function ``lowered`` is None and those raise
     `AttributeError`. ``FlatSolution`` is another name for this class.
+
+    ``first_member``: the number in the whole batch of this solution's member 0 (0 but for
+    a ``gather=False`` sweep, whose process holds members ``first_member`` onwards):
+    messages, summaries and `SolveError` texts name members by that number; indices
+    (``worst_index()``, ``message(i)``, ``SolveError.index``) index this solution's arrays.
     """
 
     x: jax.Array
@@ -61,11 +67,13 @@ class Solution:
     lowered: dataclasses.InitVar[Any] = None  # the System solved (None: a flat function)
     swept: dataclasses.InitVar[tuple] = ()    # solve_batch's batched values, in `keys` order
     keys: dataclasses.InitVar[tuple] = ()     # solve_batch's parameter addresses (static)
+    first_member: dataclasses.InitVar[int] = 0  # member 0's number in the batch (static)
 
-    def __post_init__(self, lowered, swept, keys):
+    def __post_init__(self, lowered, swept, keys, first_member):
         object.__setattr__(self, "lowered", lowered)
         object.__setattr__(self, "swept", swept)
         object.__setattr__(self, "keys", keys)
+        object.__setattr__(self, "first_member", int(first_member))
 
     @property
     def batch_shape(self) -> tuple[int, ...]:
@@ -77,7 +85,8 @@ class Solution:
         """This solution without its graph part (what `solve_flat` returns)."""
         if self.lowered is None and not self.keys:
             return self
-        return Solution(*(getattr(self, name) for name in ARRAYS))
+        return Solution(*(getattr(self, name) for name in ARRAYS),
+                        first_member=self.first_member)
 
     def _concrete(self, what: str):
         if not is_concrete(self.result):
@@ -124,14 +133,22 @@ class Solution:
         idx = _as_index(index, codes.shape)
         code = int(codes[idx])
         iters = int(np.asarray(self.iterations)[idx])
-        where = "" if index is None else f"member {index}: "
+        where = "" if index is None else f"member {self._number(index, idx, codes.shape)}: "
         step = float(np.asarray(self.relative_step)[idx])
         step = "" if np.isnan(step) else f", relative step {step:.3g}"
         return (f"{where}{RESULTS.describe(code)} (after {iters} iterations, "
                 f"max|F| = {float(norms[idx]):.3g}{step})")
 
+    def _number(self, index, idx: tuple, shape: tuple) -> str:
+        """How messages name member ``index``: as given, or for a process's part of a sweep
+        (``first_member``) by its number in the whole batch, with its row here."""
+        if not self.first_member or len(shape) != 1:
+            return str(index)
+        return f"{self.first_member + int(idx[0])} (row {int(idx[0])} here)"
+
     def worst_index(self):
-        """Index of the failed member with the largest residual (None if all converged)."""
+        """Index of the failed member with the largest residual (None if all converged),
+        into this solution's arrays (see ``first_member`` for a sweep's process part)."""
         codes, norms = self._concrete("worst_index")
         failed = codes != int(RESULTS.successful)
         if not failed.any():
@@ -148,11 +165,18 @@ class Solution:
         codes, _ = self._concrete("summary")
         flat = codes.reshape(-1)
         counts = {RESULTS(c).name: int((flat == c).sum()) for c in np.unique(flat)}
-        text = f"{flat.size} member(s): " + ", ".join(f"{n} {k}" for k, n in counts.items())
+        text = f"{flat.size} member(s){self._span(flat.size)}: " + ", ".join(
+            f"{n} {k}" for k, n in counts.items())
         worst = self.worst_index()
         if worst is not None:
             text += "\nworst: " + self.message(None if worst == () else worst)
         return text
+
+    def _span(self, size: int) -> str:
+        """`` (members 16 to 39 of the batch)`` for a process's part of a sweep, else ''."""
+        if not self.first_member or not size:
+            return ""
+        return f" (members {self.first_member} to {self.first_member + size - 1} of the batch)"
 
     def raise_if_failed(self) -> "Solution":
         """Return self if every member converged, else raise ``SolveError`` naming the worst
@@ -163,7 +187,8 @@ class Solution:
             return self
         index = None if worst == () else worst
         n_failed = int((codes != int(RESULTS.successful)).sum())
-        head = "" if codes.ndim == 0 else f"{n_failed} of {codes.size} members failed; "
+        head = "" if codes.ndim == 0 else (f"{n_failed} of {codes.size} members"
+                                           f"{self._span(codes.size)} failed; ")
         code = RESULTS(int(codes[_as_index(index, codes.shape)]))
         text = head + self.message(index)
         if self.lowered is not None and code is not RESULTS.nonfinite_input:
@@ -205,21 +230,23 @@ _KEYS = tuple(jax.tree_util.GetAttrKey(name) for name in ARRAYS + ("lowered", "s
 def with_graph(sol: Solution, lowered: Any, swept: tuple = (), keys: tuple = ()) -> Solution:
     """``sol`` with its graph part set (``dataclasses.replace`` reads the fields anew at every
     call: a tenth of a small graph's eager solve)."""
-    return Solution(*[getattr(sol, name) for name in ARRAYS], lowered, swept, keys)
+    return Solution(*[getattr(sol, name) for name in ARRAYS], lowered, swept, keys,
+                    sol.first_member)
 
 
 def _flatten_with_keys(sol: Solution):
     children = [getattr(sol, name) for name in ARRAYS] + [sol.lowered, sol.swept]
-    return tuple(zip(_KEYS, children)), sol.keys
+    return tuple(zip(_KEYS, children)), (sol.keys, sol.first_member)
 
 
 def _flatten(sol: Solution):
-    return [getattr(sol, name) for name in ARRAYS] + [sol.lowered, sol.swept], sol.keys
+    children = [getattr(sol, name) for name in ARRAYS] + [sol.lowered, sol.swept]
+    return children, (sol.keys, sol.first_member)
 
 
-def _unflatten(keys, children) -> Solution:
+def _unflatten(static, children) -> Solution:
     *arrays, lowered, swept = children
-    return Solution(*arrays, lowered, swept, keys)
+    return Solution(*arrays, lowered, swept, *static)
 
 
 jax.tree_util.register_pytree_with_keys(Solution, _flatten_with_keys, _unflatten, _flatten)

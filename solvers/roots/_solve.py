@@ -18,6 +18,7 @@ from .._concrete import is_concrete, staging
 from ..linear._dense import DenseLU
 from ._host_newton import host_newton
 from ._implicit import implicit_solution
+from .._inputs import check_flat_inputs
 from ..linear._abstract import AbstractLinearSolver
 from ._method import AbstractRootMethod, Continuation, FlatProblem, StepLimit
 from ._polyalgorithm import Default
@@ -100,6 +101,7 @@ def solve_flat(fn: Callable[[jax.Array, Any], jax.Array], x0, params: Any = None
     failure; inside a transform JAX delivers it as ``jax.errors.JaxRuntimeError`` whose
     message holds the ``SolveError`` text.
     """
+    check_flat_inputs("solve", x0, params)
     x0, method = check_arguments(x0, solver, sparsity)
     if x0.ndim != 1:
         raise ValueError(
@@ -178,7 +180,21 @@ def raise_if_failed_anywhere(sol: Solution) -> Solution:
         partial(_host_check, np.dtype(sol.x.dtype)),
         jax.ShapeDtypeStruct(sol.result.shape, sol.x.dtype),
         sol.result, sol.iterations, sol.residual_norm, vmap_method="expand_dims")
+    _keep_off_fast_path()
     return dataclasses.replace(sol, x=sol.x + jnp.expand_dims(token, -1) * 0.0)
+
+
+def _keep_off_fast_path() -> None:
+    """Give the program an effect that never runs. A jitted function whose earlier call
+    succeeded runs from JAX's C++ fast path, which turns a callback's error into a plain
+    ``ValueError`` (jax-ml/jax#34083); a program with an effect always runs from the Python
+    path, which raises ``jax.errors.JaxRuntimeError`` as documented (~80 us a call)."""
+    never = lax.optimization_barrier(jnp.zeros((), bool))  # False, unknown to the compiler
+    lax.cond(never, lambda: jax.debug.callback(_unreachable), lambda: None)
+
+
+def _unreachable() -> None:
+    raise AssertionError("solvers: the fast-path guard of throw=True ran")
 
 
 class _QuietSolveErrors(logging.Filter):

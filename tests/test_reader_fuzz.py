@@ -53,3 +53,34 @@ def test_fuzzed_files_parse_or_raise_format_error(tmp_path, data, which):
         assert str(err).startswith(str(path)), err
         return
     assert parsed is not None
+
+
+INP_TOKENS = st.sampled_from(["1e308", "-1e308", "AT", "TIME", "CLOCKTIME", "IF", "NODE", "ABOVE",
+                              "BELOW", "OPEN", "CLOSED", "CV", "HEAD", "POWER", "SPEED", "PATTERN",
+                              "AM", "PM", "12:00", "1:2:3:4", "DAYS", "[TIMES]", "[CONTROLS]",
+                              "[CURVES]", "[STATUS]", "Duration", "Pressure", "PSI", "Units", "SI",
+                              "10", "11", "9", "1", "0", "-1", "x", "nan"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_fuzzed_inp_keywords_parse_or_raise_format_error(data):
+    """EPANET keywords and numbers in odd places (a [TIMES] or control time of 1e308 hours
+    overflowed int(), a pump curve at 1e308 its fit, with OverflowError)."""
+    lines = (DATA / "water/Net1.inp").read_text().splitlines()
+    sections = ("[PUMPS]", "[STATUS]", "[CURVES]", "[CONTROLS]", "[TIMES]", "[OPTIONS]")
+    where = []
+    for i, line in enumerate(lines):  # the lines of the sections that take keywords
+        keep = line.startswith(sections) or (where and where[-1] == i - 1 and line[:1] != "[")
+        where += [i] if keep else []
+    for _ in range(data.draw(st.integers(1, 4), label="edits")):
+        k = data.draw(st.sampled_from(where), label="line")
+        new = " ".join(data.draw(st.lists(INP_TOKENS, min_size=1, max_size=6), label="words"))
+        if data.draw(st.booleans(), label="insert"):
+            lines.insert(k, new)
+        else:
+            lines[k] += " " + new
+    try:
+        read_inp("\n".join(lines) + "\n")
+    except FormatError as err:
+        assert str(err).startswith("<string>:"), err

@@ -1,18 +1,20 @@
 """``build_water``: the t = 0 snapshot of a parsed ``.inp`` network as a graph of elements.
 
 Every node becomes one shared element object that its links reference; one ``Hydraulics`` holds
-the constants and is shared by all elements. Links closed at t = 0 (or pumps at speed 0) are
-left out. Unknowns start where EPANET starts: pipe flows at 1 ft/s, pump flows at the design
-flow (times the speed), junction heads at the mean fixed head (Newton does not depend on it:
-the equations are linear in the heads).
+the constants and is shared by all elements. Links closed at t = 0 (or pumps at speed 0) stay
+in, with EPANET's closed-link law ``dh = CBIG q`` (``_closed.py``). Unknowns start where
+EPANET starts: pipe flows at 1 ft/s, pump flows at the design flow (times the speed), heads
+at the mean fixed head (Newton does not depend on it: the equations are linear in the heads).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
 from .._islands import IslandError, islands_without_reference, shown
+from ._closed import closed_resistance, switched
 from ._constants import WaterConstants, resolve_constants
 from ._elements import (CurvePump, Hydraulics, Junction, Pipe, PowerPump, Pump, Reservoir, Tank,
                         WaterGraph)
@@ -37,12 +39,21 @@ def build_graph(network: WaterNetwork, constants="epanet") -> tuple[WaterGraph, 
     check_islands(network)
     hyd, junctions, reservoirs, tanks = build_nodes(network, consts)
     nodes = {**junctions, **reservoirs, **tanks}
-    pipes = {p.name: Pipe(nodes[p.start], nodes[p.end], hyd, p.length, p.diameter, p.roughness,
-                          p.minor_loss, FT * math.pi * p.diameter ** 2 / 4.0)
-             for p in network.pipes if is_open(p)}
-    pumps = {p.name: _pump(p, nodes, hyd, consts, network.units.epanet_flow_ratio)
-             for p in network.pumps if is_open(p)}
+    ratio = network.units.epanet_flow_ratio
+    closed_r = closed_resistance(ratio)
+    pipes = {p.name: _closed_at_t0(p, Pipe(nodes[p.start], nodes[p.end], hyd, p.length,
+                                           p.diameter, p.roughness, p.minor_loss,
+                                           FT * math.pi * p.diameter ** 2 / 4.0), closed_r)
+             for p in network.pipes}
+    pumps = {p.name: _closed_at_t0(p, _pump(p if is_open(p) else dataclasses.replace(
+        p, speed_t0=1.0), nodes, hyd, consts, ratio), closed_r) for p in network.pumps}
     return WaterGraph(hyd, junctions, reservoirs, tanks, pipes, pumps), consts
+
+
+def _closed_at_t0(data, element, closed_r: float):
+    """``element`` as built if the link is open at t = 0, else closed as EPANET closes it:
+    kept in the equations with ``dh = CBIG q`` (its tiny flow enters the mass balance)."""
+    return element if is_open(data) else switched(element, 0.0, closed_r)
 
 
 def check_headloss(network: WaterNetwork) -> None:

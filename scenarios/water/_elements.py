@@ -170,9 +170,16 @@ class CurvePump(_Link):
 
 class PowerPump(_Link):
     """Constant-power pump at relative speed ``speed`` (w): ``(H_end - H_start) q = w^3 P /
-    (rho g)``, as EPANET 2.2 evaluates it: gain ``w^3 P/(rho g q)``, continued as
-    ``max_gradient * q`` at tiny flows and as ``rq_tol * q`` where its gradient falls below
-    ``rq_tol`` (both continuous)."""
+    (rho g)``, i.e. gain ``k / q`` with ``k = w^3 P / (rho g)``, as EPANET 2.2's ``pumpcoeff``
+    where its gradient ``k / q^2`` is at most ``max_gradient``, and ``rq_tol * q`` (EPANET's
+    line, continuous) where the gradient falls below ``rq_tol``.
+
+    Below ``q* = sqrt(k / max_gradient)`` (and for q <= 0) EPANET uses the line
+    ``max_gradient * q``, which rises from 0 and so gives a second, spurious root at a tiny
+    or negative flow; EPANET's iteration (gradient of the wrong sign there) is repelled from
+    it, Newton is not. Here the gain continues as the curve's tangent at ``q*``,
+    ``2 sqrt(k max_gradient) - max_gradient q``: C1, falling, so EPANET's root is the only
+    one near q = 0 (a pump that must pass q = 0 is closed by the status check)."""
 
     power: jax.Array
     speed: jax.Array = 1.0
@@ -184,7 +191,8 @@ class PowerPump(_Link):
         low = (q <= 0) | (c.max_gradient * q * q < k)
         high = ~low & (c.rq_tol * q * q > k)
         q_safe = jnp.where(low | high, 1.0, q)
-        return jnp.where(low, c.max_gradient * q, jnp.where(high, c.rq_tol * q, k / q_safe))
+        tangent = 2.0 * jnp.sqrt(jnp.where(low, k * c.max_gradient, 1.0)) - c.max_gradient * q
+        return jnp.where(low, tangent, jnp.where(high, c.rq_tol * q, k / q_safe))
 
     def residual(self):
         return self.end.head - self.start.head - self.gain()

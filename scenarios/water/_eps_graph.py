@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 import solvers
@@ -19,31 +17,12 @@ from .._network_solve import method_for
 from .._islands import IslandError, islands_without_reference, shown
 from ._build import _pump, build_nodes, check_headloss
 from ._constants import resolve_constants
-from ._elements import CurvePump, Pipe, PowerPump, Pump, WaterGraph
+from ._closed import CBIG, SwitchedPipe, closed_resistance, switched
+from ._elements import WaterGraph
 from ._inp_types import WaterNetwork
-from ._inp_units import CFS, FT
+from ._inp_units import FT
 
 __all__ = ["EPSGraph", "StepValues", "CBIG"]
-
-CBIG = 1e8  # EPANET's closed-link resistance, ft per cfs
-
-
-def _switched(base):
-    """``base`` with a ``status`` parameter: open, its own law; closed, ``dh = closed_r q``."""
-
-    def residual(self):
-        closed = self.start.head - self.end.head - self.closed_r * self.flow
-        return jnp.where(self.status > 0.5, base.residual(self), closed)
-
-    return type("Switched" + base.__name__, (base,), {
-        "__annotations__": {"status": jax.Array, "closed_r": jax.Array},
-        "status": 1.0, "closed_r": 1.0, "residual": residual, "__module__": __name__})
-
-
-SwitchedPipe, SwitchedPump = _switched(Pipe), _switched(Pump)
-SwitchedCurvePump, SwitchedPowerPump = _switched(CurvePump), _switched(PowerPump)
-_SWITCHED = {Pipe: SwitchedPipe, Pump: SwitchedPump, CurvePump: SwitchedCurvePump,
-             PowerPump: SwitchedPowerPump}
 
 
 @dataclasses.dataclass
@@ -56,18 +35,6 @@ class StepValues:
     reservoir_heads: np.ndarray
     link_open: np.ndarray
     pump_speeds: np.ndarray
-
-
-def closed_resistance(ratio: float) -> float:
-    """EPANET's closed-link law ``dh = CBIG q`` as ``closed_r`` (s/m^2, on the physical flow;
-    ``ratio``: the network's EPANET flow-unit ratio)."""
-    return FT * CBIG * ratio / CFS
-
-
-def switched(link, status: float, closed_r: float):
-    """The switchable form of a pipe or pump element (same fields), open (1) or closed (0)."""
-    fields = {f.name: getattr(link, f.name) for f in dataclasses.fields(link)}
-    return _SWITCHED[type(link)](**fields, status=status, closed_r=closed_r)
 
 
 def _check_islands(network: WaterNetwork) -> None:

@@ -88,18 +88,16 @@ def _tank_closed(state: EPSState, link, q: float) -> bool:
 
 
 #: File pressure units per ft of head (EPANET's ``Ucf[PRESSURE]`` before specific gravity).
-_PRESSURE_PER_FT = {"PSI": 0.4333, "KPA": 6.895 * 0.4333, "BAR": 0.068948 * 0.4333,
-                    "METERS": FT, "FEET": 1.0}
+_PRESSURE_PER_FT = {"PSI": 0.4333, "KPA": 6.895 * 0.4333, "METERS": FT}
 
 
 def pressure_per_ft(net) -> float:
-    """The file's pressure units per ft of water, times the SPECIFIC GRAVITY, as EPANET's
-    ``Ucf[PRESSURE]`` (``initunits``): PSI for US flow units, whatever PRESSURE says; for SI
-    ones the PRESSURE option, METERS by default."""
+    """The file's pressure units per ft of water, times the SPECIFIC GRAVITY, as EPANET 2.2's
+    ``Ucf[PRESSURE]`` (``adjustdata``, ``initunits``): PSI for US flow units, whatever PRESSURE
+    says; for SI ones kPa if PRESSURE is KPA, else metres (PSI, the default, becomes METERS)."""
     opts = {k.upper(): v for k, v in net.options.items()}
-    unit = opts.get("PRESSURE", "").upper()
-    unit = "PSI" if net.units.is_us else next(
-        (u for u in _PRESSURE_PER_FT if unit and u.startswith(unit[:3])), "METERS")
+    kpa = opts.get("PRESSURE", "").upper().startswith("KPA")
+    unit = "PSI" if net.units.is_us else "KPA" if kpa else "METERS"
     return _PRESSURE_PER_FT[unit] * float(opts.get("SPECIFIC GRAVITY", 1.0))
 
 

@@ -34,6 +34,8 @@ class _RawJunction:
     categories: list
     replaced: bool = False
 
+
+_MAX_HOURS = 1e9                     # [TIMES] values above (114 000 years) are refused
 _OPTION_WORDS = ("UNIT", "PRES", "HEADL", "HYDR", "QUAL", "MAP", "VERI", "UNBA", "PATT", "DEMA",
                  "BACKFLOW", "EMIT", "VISC", "DIFF", "SPEC", "TRIAL", "ACCU", "TOLER",
                  "CHECKFREQ", "MAXCHECK", "DAMPLIMIT", "HEADERROR", "FLOWCHANGE", "MINIMUM",
@@ -123,7 +125,7 @@ class _InpReader:
             if not value:
                 continue
             if key.startswith("UNIT"):
-                flow_units = value[0].upper()
+                flow_units = {"SI": "LPS"}.get(value[0].upper(), value[0].upper())  # as EPANET
                 if flow_units not in FLOW_UNITS:
                     raise self.error(line, f"unknown flow units {value[0]!r}",
                                      "use one of " + " ".join(FLOW_UNITS))
@@ -132,6 +134,8 @@ class _InpReader:
                 if headloss not in ("H-W", "D-W", "C-M"):
                     raise self.error(line, f"unknown headloss formula {value[0]!r}",
                                      "use H-W, D-W or C-M")
+            elif key.startswith("PRES"):
+                self._pressure_option(line, value[0].upper())
             elif key.startswith("PATT"):
                 default_pattern = value[0]
             elif key.startswith("DEMA"):
@@ -139,6 +143,13 @@ class _InpReader:
             elif key.startswith(("RQTOL", "SPEC")):
                 self._positive_option(line, key)
         return flow_units, headloss, dmult, default_pattern
+
+    def _pressure_option(self, line: Line, unit: str) -> None:
+        """PRESSURE units: PSI, KPA or METERS (EPANET's error 213 otherwise); for their
+        meaning see ``pressure_per_ft``."""
+        if not unit.startswith(("PSI", "KPA", "METERS", "EXPO")):
+            raise self.error(line, f"unknown pressure units {line.tokens[1]!r}",
+                             "use PSI, KPA or METERS")
 
     def _positive_option(self, line: Line, key: str) -> None:
         """RQTOL and SPECIFIC GRAVITY, which the model reads: numbers > 0 (RQTOL < 1), as
@@ -179,9 +190,9 @@ class _InpReader:
             t = hours(line.tokens[-1])
             if t is None and len(line) >= 3:
                 t = hours(line.tokens[-2], line.tokens[-1])
-            if t is None or t < 0:
-                raise self.error(line, f"bad time in {line.text!r}",
-                                 "write hours as 2, 1:30, 1:30:00, '30 MIN' or '6 AM'")
+            if t is None or not 0 <= t <= _MAX_HOURS:
+                raise self.error(line, f"bad time in {line.text!r}", "write hours from 0 to "
+                                 f"{_MAX_HOURS:.0e} as 2, 1:30, 1:30:00, '30 MIN' or '6 AM'")
             values[key] = int(3600.0 * t + 0.5)
         for key in ("PATTERN TIME", "HYDRAULIC"):
             values[key] = values[key] if values[key] > 0 else 3600

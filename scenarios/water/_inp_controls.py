@@ -146,9 +146,9 @@ def _control_condition(path: str, line: Line, tokens: list[str], nodes: dict[str
     word = tokens[4].upper()
     if word.startswith("TIME") or word.startswith("CLOCKTIME"):
         t = hours(tokens[5], tokens[6] if len(tokens) > 6 else "")
-        if t is None or t < 0:
+        if t is None or not 0 <= t <= 1e9:
             raise FormatError(path, line.number, f"bad control time {' '.join(tokens[5:])!r}",
-                              "write hours as 6, 6:30, '30 MIN' or '6 AM'")
+                              "write hours from 0 to 1e9 as 6, 6:30, '30 MIN' or '6 AM'")
         seconds = int(3600.0 * t + 0.5)
         if word.startswith("CLOCKTIME"):
             return replace(control, kind="clocktime", time_s=seconds % 86400)

@@ -81,4 +81,7 @@ def power_curve_fit(points: tuple[tuple[float, float], ...]) -> tuple[float, flo
     c = math.log((h0 - h2) / (h0 - h1)) / math.log(q2 / q1)
     if not 0.0 < c <= 20.0:
         raise ValueError(f"the fitted exponent C = {c:g} is outside (0, 20]")
-    return h0, (h0 - h1) / q1**c, c
+    try:
+        return h0, (h0 - h1) / q1**c, c
+    except OverflowError:
+        raise ValueError(f"its flow {q1:g} m3/s to the power C = {c:g} overflows") from None

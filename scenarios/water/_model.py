@@ -99,8 +99,13 @@ class WaterResult(NamedTables, AbstractMemberResult):
         self.closed, self.checked = tuple(closed), checked
         g = solved.graph
         self._nodes = {**g.junctions, **g.reservoirs, **g.tanks}
-        self._links = {**g.pipes, **g.pumps}
+        # closed links (in the file, by a control or a check) carry dh / CBIG, reported as 0
+        self._links = {k: v for k, v in {**g.pipes, **g.pumps}.items() if self._is_open(v)}
         self._demands: dict | None = None
+
+    def _is_open(self, link) -> bool:
+        status = np.asarray(getattr(link, "status", 1.0))
+        return bool((status if status.ndim == 0 else self._value(status)) > 0.5)
 
     def head(self, node: str) -> float:
         """Hydraulic head (m) at a junction, reservoir or tank."""
@@ -112,8 +117,8 @@ class WaterResult(NamedTables, AbstractMemberResult):
         return 0.0 if elevation is None else self.head(node) - self._value(elevation)
 
     def flow(self, link: str) -> float:
-        """Flow (m3/s, positive from start to end) in a pipe or pump; 0 if closed at t = 0 or
-        by a status check (as EPANET reports it)."""
+        """Flow (m3/s, positive from start to end) in a pipe or pump; 0 if closed (in the
+        file, by a control or by a status check), as EPANET reports it."""
         if link in self._links and link not in self.closed:
             return self._value(self._links[link].flow)
         _lookup({name: None for name in self.model.network.link_names}, link, "link")

@@ -8,8 +8,8 @@ extended-period run's check (:func:`held_closed` on an :class:`EPSState` at t = 
 snapshot equals ``simulate_eps``'s first solve. A closed link follows EPANET's closed-link law
 ``dh = CBIG q`` (as in the extended-period graph), so closing one never makes the equations
 singular; junctions with demand that it cuts off from every supply get a RuntimeWarning, as
-EPANET's "System disconnected".
-Controls on junction pressure are not applied here (``simulate_eps`` applies them).
+EPANET's "System disconnected". After each solve the controls on junction pressure act too,
+as EPANET's ``pswitch`` (:func:`pressure_switch`), and the network is solved again.
 """
 from __future__ import annotations
 
@@ -21,12 +21,12 @@ from .._network_solve import solve_graph
 from ._build import is_open
 from ._disconnected import disconnected_junctions, warn_disconnected
 from ._elements import WaterGraph
-from ._eps_graph import closed_resistance, switched
-from ._eps_status import MAX_CHECKS, held_closed, tank_closures
+from ._closed import closed_resistance, switched
+from ._eps_status import MAX_CHECKS, held_closed, pressure_switch, tank_closures
 from ._eps_time import Clock, EPSState
 from ._inp_types import WaterNetwork
 
-__all__ = ["solve_snapshot", "snapshot_state", "tank_limited", "status_closed"]
+__all__ = ["solve_snapshot", "snapshot_state", "state_graph", "tank_limited"]
 
 
 def snapshot_state(network: WaterNetwork) -> EPSState:
@@ -61,64 +61,80 @@ def tank_limited(state: EPSState, graph: WaterGraph, value_of) -> tuple[str, ...
     return _names(state, tank_closures(state, _solved_flows(state, graph, value_of)))
 
 
-def status_closed(state: EPSState, graph: WaterGraph, held: tuple) -> tuple[str, ...]:
-    """Names of the links of a solved single ``graph`` that EPANET's ``linkstatus`` holds
-    closed (``held``: the names closed while it was solved; a closed check valve stays closed
+def _held(state: EPSState, graph: WaterGraph) -> np.ndarray:
+    """Which links of a solved single ``graph`` EPANET's ``linkstatus`` holds closed
+    (``state.held``: those held closed while it was solved; a closed check valve stays closed
     while its head difference is within tolerance)."""
     value_of = lambda leaf: float(np.asarray(leaf))  # noqa: E731
     flows = _solved_flows(state, graph, value_of)
+    return held_closed(state, _heads(graph), flows, state.held)
+
+
+def _heads(graph: WaterGraph) -> dict:
     nodes = {**graph.junctions, **graph.reservoirs, **graph.tanks}
-    heads = {name: value_of(node.head) for name, node in nodes.items()}
-    was = np.asarray([link.name in held for link in state.links])
-    return _names(state, held_closed(state, heads, flows, was))
+    return {name: float(np.asarray(node.head)) for name, node in nodes.items()}
 
 
-def closed_graph(graph: WaterGraph, names: tuple, ratio: float) -> WaterGraph:
-    """``graph`` with the links ``names`` closed by EPANET's law ``dh = CBIG q``."""
-    closed_r = closed_resistance(ratio)
-
-    def close(links: dict) -> dict:
-        return {name: switched(link, 0.0, closed_r) if name in names else link
-                for name, link in links.items()}
-
+def state_graph(graph: WaterGraph, state: EPSState, ratio: float) -> WaterGraph:
+    """``graph`` with the link statuses and pump speeds of ``state``: a link open for the
+    solve (``state.flowing()``) keeps its law (at the pump speed ``state.setting``), any other
+    follows EPANET's closed-link law ``dh = CBIG q``."""
+    closed_r, flowing = closed_resistance(ratio), state.flowing()
+    n_pipes, links = len(state.net.pipes), {**graph.pipes, **graph.pumps}
+    out = {}
+    for k, data in enumerate(state.links):
+        link = links[data.name]
+        speed = {} if k < n_pipes or not flowing[k] else {"speed": float(state.setting[k])}
+        as_built = not speed or float(np.asarray(link.speed)) == speed["speed"]
+        if flowing[k] and as_built and not hasattr(link, "status"):
+            out[data.name] = link               # open as built: the graph's own element
+        else:
+            out[data.name] = switched(link, float(flowing[k]), closed_r, **speed)
     return WaterGraph(graph.hydraulics, graph.junctions, graph.reservoirs, graph.tanks,
-                      close(graph.pipes), close(graph.pumps))
+                      {p.name: out[p.name] for p in state.net.pipes},
+                      {p.name: out[p.name] for p in state.net.pumps})
+
+
+def _has_checks(network: WaterNetwork) -> bool:
+    """Whether EPANET's status checks or pressure controls can act on ``network``."""
+    pressure = {j.name for j in network.junctions}
+    return bool(network.tanks or network.pumps or any(p.check_valve for p in network.pipes)
+                or any(c.enabled and c.node in pressure for c in network.controls))
 
 
 def solve_snapshot(network: WaterNetwork, graph: WaterGraph, method) -> tuple:
-    """``(solved, closed link names)``: the snapshot solved with EPANET's link status checks
-    repeated until the closures hold still (at most ``MAX_CHECKS`` solves, as EPANET)."""
+    """``(solved, closed link names)``: the snapshot solved as EPANET's ``hydsolve``: after
+    each solve, its link status checks and the controls on junction pressure (``pswitch``),
+    repeated until neither changes a link (at most ``MAX_CHECKS`` solves, as EPANET)."""
     solved = solve_graph(graph, method)
-    if not (network.tanks or network.pumps or any(p.check_valve for p in network.pipes)):
+    if not _has_checks(network):
         return solved, ()
-    state, closed = snapshot_state(network), ()
+    state, ratio = snapshot_state(network), network.units.epanet_flow_ratio
     for _ in range(MAX_CHECKS):
         if not bool(np.asarray(solved.solution.converged)):
             break
-        new = status_closed(state, solved.graph, closed)
-        if new == closed:
+        held = _held(state, solved.graph)
+        changed = not np.array_equal(held, state.held)
+        state.held = held
+        if not (pressure_switch(state, _heads(solved.graph)) or changed):
             break
-        closed = new
-        solved = solve_graph(closed_graph(graph, closed, network.units.epanet_flow_ratio),
-                             method)
+        solved = solve_graph(state_graph(graph, state, ratio), method)
     else:
-        warnings.warn(f"the links closed by status checks (check valves, pumps at shutoff, full "
-                      f"or empty tanks) did not settle in {MAX_CHECKS} checks; the last ones "
-                      "are kept, as EPANET does.", RuntimeWarning,
-                      stacklevel=3)
-    _check_connected(network, solved.graph, closed)
-    return solved, closed
+        warnings.warn(f"the link statuses (check valves, pumps at shutoff, full or empty tanks, "
+                      f"controls on junction pressure) did not settle in {MAX_CHECKS} checks; "
+                      "the last ones are kept, as EPANET does.", RuntimeWarning, stacklevel=3)
+    _check_connected(network, solved.graph, state.flowing())
+    return solved, _names(state, state.held)
 
 
-def _check_connected(network: WaterNetwork, graph: WaterGraph, closed: tuple) -> None:
-    """Warn (as EPANET) about junctions with demand that the closed links cut off."""
-    if not closed:
+def _check_connected(network: WaterNetwork, graph: WaterGraph, flowing: np.ndarray) -> None:
+    """Warn (as EPANET) about junctions with demand that the links closed by checks or
+    controls (``flowing``: the links open in the solve) cut off."""
+    if np.array_equal(flowing, [is_open(link) for link in (*network.pipes, *network.pumps)]):
         return
     factor = float(np.asarray(graph.hydraulics.demand_multiplier))
     demands = [float(np.asarray(graph.junctions[j.name].demand)) * factor
                for j in network.junctions]
-    is_open_now = [is_open(link) and link.name not in closed
-                   for link in (*network.pipes, *network.pumps)]
-    names = disconnected_junctions(network, is_open_now, demands)
+    names = disconnected_junctions(network, flowing, demands)
     if names:
         warn_disconnected(names, "at t = 0 (0:00:00)", stacklevel=4)

@@ -27,18 +27,18 @@ def node_frame(result: Any) -> Any:
 
 
 def link_frame(result: Any) -> Any:
-    """One row per link (index ``link``, file order): ``type``, ``start``, ``end``,
-    ``status`` (at t = 0; ``CLOSED`` also for a link closed by a status check), ``flow_m3s``
+    """One row per link (index ``link``, file order): ``type``, ``start``, ``end``, ``status``
+    (in the solve: ``CLOSED`` in the file, by a control or a status check), ``flow_m3s``
     (start to end), ``velocity_m_s`` (|flow| / pipe area; NaN for pumps), ``headloss_m`` (head
     at start minus head at end: negative across a pump that lifts)."""
     net = result.model.network
     links = [("pipe", p) for p in net.pipes] + [("pump", p) for p in net.pumps]
-    rows, closed = [], getattr(result, "closed", ())
+    rows = []
     for kind, link in links:
         flow = result.flow(link.name)
         area = math.pi * link.diameter ** 2 / 4.0 if kind == "pipe" else math.nan
         rows.append({"type": kind, "start": link.start, "end": link.end,
-                     "status": "CLOSED" if link.name in closed else link.status_t0,
+                     "status": "OPEN" if result.status(link.name) else "CLOSED",
                      "flow_m3s": flow,
                      "velocity_m_s": abs(flow) / area,
                      "headloss_m": result.head(link.start) - result.head(link.end)})

@@ -167,6 +167,7 @@ def _grid(t_eval, t0) -> tuple[jax.Array, jax.Array]:
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
 def _run(problem, cfg, ls, dc_method, initial, params, x0, grid, t0):
+    grid, t0 = _fixed_times(grid, t0)
     frozen = lax.stop_gradient(params)
     span = grid[-1] - t0
     hmax = jnp.minimum(cfg.hmax, span)
@@ -248,6 +249,22 @@ class _AtTime:
     def __call__(self, *args):
         *head, (params, t) = args
         return getattr(self.problem, self.name)(*head, self.problem.at(params, t))
+
+
+@jax.custom_jvp
+def _fixed_times(grid, t0):
+    return grid, t0
+
+
+@_fixed_times.defjvp
+def _fixed_times_jvp(primals, tangents):
+    """Called only when ``t_eval`` or ``t0`` carries a derivative: the steps are replayed
+    for the parameters and the start, not for moved times, whose derivative was a silent 0."""
+    raise NotImplementedError(
+        "simulate differentiates with respect to the graph's parameters and start, not the "
+        "times (t_eval, t0). For a derivative with respect to an output time, use the "
+        "trajectory's slope there (e.g. a finite difference of sol.x between neighbouring "
+        "output times); to shift a waveform in time, make the delay a parameter of its source.")
 
 
 @jax.custom_jvp

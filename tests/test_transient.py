@@ -159,6 +159,19 @@ def test_gradient_matches_finite_differences(method):
     np.testing.assert_allclose(float(g_c), float(fd_c), rtol=1e-4)
 
 
+def test_a_derivative_with_respect_to_the_times_is_refused():
+    # The replay differentiates the parameters and the start: a moved output grid or start
+    # time got a derivative of 0 (finite differences: ~55 V/s), and the float-resolution
+    # test's nextafter then raised JAX's "no differentiation rule".
+    def final(shift):
+        return solvers.simulate(rc(), T + shift, t0=T[0] + shift).x[-1, 2]
+
+    for derivative in (lambda: jax.grad(final)(0.0), lambda: jax.jvp(final, (0.0,), (1.0,))):
+        with pytest.raises(NotImplementedError, match=r"not the times \(t_eval, t0\)"):
+            derivative()
+    assert np.isfinite(float(final(0.0)))  # the plain run is unchanged
+
+
 def test_gradient_through_a_batch_matches_finite_differences():
     """The replay that carries the derivative runs under vmap too (it is traced only when
     differentiating)."""

@@ -274,6 +274,7 @@ def _too_small(t, hmin) -> jax.Array:
     """Why the step fell below ``hmin`` at ``t``: ``time_resolution`` where ``hmin`` is under
     :data:`RESOLUTION_ULPS` spacings of ``t`` (the steps there round to multiples of it:
     float32's limit, not hmin's), else ``step_too_small``."""
+    t = lax.stop_gradient(t)  # a label: nextafter has no derivative rule
     ulp = jnp.nextafter(t, jnp.asarray(jnp.inf, t.dtype)) - t
     return jnp.where(hmin < RESOLUTION_ULPS * ulp, _code(R.time_resolution),
                      _code(R.step_too_small))

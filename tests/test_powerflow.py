@@ -318,3 +318,67 @@ def test_ordering_cost_counts_the_factors_of_a_chain() -> None:
     assert fill == chain.nnz + 5 and products == 2 * 4
     with pytest.raises(ValueError, match="symmetric ordering.*got 'COLAMD'"):
         ordering_cost(chain, "COLAMD")
+
+
+def test_q_limit_violations_are_reported_not_enforced() -> None:
+    """case14's slack takes Qg = -16.5 Mvar below its Qmin 0 (PYPOWER's answer, limits not
+    enforced); a second generator at bus 8 adds its limits to the bus's."""
+    case = read_matpower(DATA / "case14.m")
+    result = build_powerflow(case).solve()
+    slack = reference("case14")["slack"]
+    assert result.q_limit_violations() == [{"bus": 1, "qg": pytest.approx(slack["Qg"]),
+                                            "qmin": 0.0, "qmax": 0.1}]
+    qg8 = result.bus(8).qg                    # 0.176 p.u.: within 24 Mvar
+    low = (DATA / "case14.m").read_text().replace("	8	0	17.399999999999999	24", "	8	0	0	10")
+    assert [v["bus"] for v in build_powerflow(read_matpower(low)).solve()
+            .q_limit_violations()] == [1, 8] and qg8 > 0.1
+
+
+def test_command_line_shows_the_readers_changes_and_q_limits(tmp_path, capsys) -> None:
+    """The reader's changes (a generator out of service, its PV bus made PQ) were only in
+    ``case.notes``, and nothing said that Q limits are not enforced."""
+    from scenarios._cli import main
+    text = (DATA / "case14.m").read_text().replace("100	1	100	0	0", "100	0	100	0	0", 1)
+    path, out = tmp_path / "case14_off.m", tmp_path / "pf.json"
+    path.write_text(text)
+    assert main(["run", "powerflow", "--input", str(path), "--json", str(out)]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "case: bus 3 (PV) has no in-service generator: treated as PQ" in printed
+    assert "Q limits are not enforced" in printed and "bus 1 Qg = -" in printed
+    doc = json.loads(out.read_text())
+    assert "dropped 1 out-of-service generator(s)" in doc["case_notes"]
+    assert doc["q_limits"]["enforced"] is False
+    over = doc["q_limits"]["violations"]      # bus 2 now supplies bus 3's Q: above 50 Mvar
+    assert [v["bus"] for v in over] == [1, 2] and over[1]["qg"] > over[1]["qmax"] == 0.5
+
+
+def _case9_with_bus9_start(vm: str, va: str) -> str:
+    row = "	9	1	125	50	0	0	1	1	0"
+    text = (DATA / "case9.m").read_text()
+    assert row in text
+    return text.replace(row, f"	9	1	125	50	0	0	1	{vm}	{va}")
+
+
+def test_a_negative_start_magnitude_still_reports_the_positive_voltage() -> None:
+    """From VM = -1, VA = 180 at bus 9, Newton lands on -|V| at Va + 180 deg, the same
+    complex voltage: bus 9 read vm = -0.9576 at 175.65 deg (MATPOWER reports |V|)."""
+    result = build_powerflow(read_matpower(_case9_with_bus9_start("-1", "180"))).solve()
+    ref = reference("case9")
+    assert result.converged and min(result.vm().values()) > 0
+    assert deviations(read_matpower(DATA / "case9.m"), result, ref)["vm"] < 1e-8
+    assert result.bus(9).va_deg == pytest.approx(ref["Va_deg"][8], abs=1e-8)
+    assert result.to_json()["vm"]["9"] == pytest.approx(ref["Vm"][8], abs=1e-8)
+
+
+def test_a_low_voltage_solution_is_pointed_out(tmp_path, capsys) -> None:
+    """From VM = 0.05 at bus 9 Newton converges to another root (bus 9 at 0.12 p.u.), which
+    the command line reported as any solution."""
+    from scenarios._cli import main
+    result = build_powerflow(read_matpower(_case9_with_bus9_start("0.05", "0"))).solve()
+    assert result.converged and list(result.low_voltage_buses()) == [9]
+    assert build_powerflow(read_matpower(DATA / "case9.m")).solve().low_voltage_buses() == {}
+    path = tmp_path / "low.m"
+    path.write_text(_case9_with_bus9_start("0.05", "0"))
+    assert main(["run", "powerflow", "--input", str(path)]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "1 bus(es) below 0.5 p.u. (bus 9 0.12" in printed and "try --flat-start" in printed

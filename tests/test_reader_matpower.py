@@ -21,7 +21,7 @@ def test_m_file_matches_json(case: str) -> None:
     assert len(m.buses) == len(j.buses) and len(m.branches) == len(j.branches)
     for a, b in zip(m.buses + m.branches + m.generators, j.buses + j.branches + j.generators):
         for field in dataclasses.fields(a):
-            if field.name == "rate_a":  # the validation JSON has no ratings
+            if field.name in ("rate_a", "Qmax", "Qmin"):  # the validation JSON has no limits
                 continue
             if field.name in ("Vm0", "Va0_deg"):   # the case's own voltages: only in the .m
                 assert getattr(a, field.name) is not None and getattr(b, field.name) is None
@@ -147,6 +147,22 @@ ERRORS = [
     (HEAD.replace("= 100;", "= Inf;") + BUS + GEN + BRANCH, 3, "finite positive number, got inf"),
     (HEAD.replace("= 100;", "= -Inf;") + BUS + GEN + BRANCH, 3, "finite positive number, got -inf"),
     (HEAD.replace("= 100;", "= NaN;") + BUS + GEN + BRANCH, 3, "finite positive number, got nan"),
+    # a zero impedance reached the build as a ValueError without file or line; a tiny or
+    # huge one gave Newton a NaN or a branch that joins nothing
+    (HEAD + BUS + GEN + BRANCH.replace("0.01 0.1", "0 0"), 12, "branch 1-2: the impedance"),
+    (HEAD + BUS + GEN + BRANCH.replace("0.01 0.1", "0 1e-300"), 12, "too small to compute"),
+    (HEAD + BUS + GEN + BRANCH.replace("0.01 0.1", "0 1e300"), 12, "too large to compute"),
+    # a set point VG <= 0 ran Newton 3000 steps to 'max_steps_reached'
+    (HEAD + BUS + GEN.replace("100 -100 1 100", "100 -100 0 100") + BRANCH, 9, "has VG = 0"),
+    (HEAD + BUS + "mpc.gen = [\n 1 0 0 100 -100 1 100 1 200 0;\n 1 0 0 100 -100 -1 100 1 200 0;"
+     "\n];\n" + BRANCH, 10, "has VG = -1"),
+    (HEAD.replace("= 100;", "= [100 50];") + BUS + GEN + BRANCH, 3, "must be one number"),
+    # the message showed "bus number 1", which is a valid one
+    (HEAD + BUS.replace(" 2 1 10", " 1.0000000000000002 1 10") + GEN + BRANCH, 6,
+     "bus number 1.0000000000000002 is not a positive integer"),
+    # two numbers of the file read as one double: "duplicate" of a number not in the file
+    (HEAD + BUS.replace(" 1 3 0", " 9223372036854775807 3 0").replace(
+        " 2 1 10", " 9223372036854775806 1 10") + GEN + BRANCH, 6, "are not exact as doubles"),
 ]
 
 
@@ -159,6 +175,20 @@ def test_malformed_case_names_file_line_and_problem(tmp_path: Path, text: str, l
         read_matpower(path)
     assert (info.value.path, info.value.line) == (str(path), line)
     assert str(info.value).startswith(f"{path}:{line}: ") and words in str(info.value)
+
+
+def test_out_of_service_branch_may_have_zero_impedance() -> None:
+    text = HEAD + BUS + GEN + BRANCH.replace(
+        "];", " 1 2 0 0 0 0 0 0 0 0 0 -360 360;\n];")
+    assert len(read_matpower(text).branches) == 1
+
+
+def test_base_mva_in_brackets_is_the_number() -> None:
+    """MATLAB reads ``[100]`` as 100; the reader said 'mpc.baseMVA is missing'."""
+    text = HEAD.replace("= 100;", "= [ 50 ];") + BUS + GEN + BRANCH
+    assert read_matpower(text).base_mva == 50.0
+    later = HEAD + BUS + GEN + BRANCH + "mpc.baseMVA = [ 10 ];\n"   # the last one counts
+    assert read_matpower(later).base_mva == 10.0
 
 
 def test_truncated_case_file(tmp_path: Path) -> None:
@@ -186,10 +216,11 @@ def test_malformed_json(tmp_path: Path, text: str, line, words: str) -> None:
 
 
 @pytest.mark.parametrize("where, key, value, words", [
-    ("branches", "r", "NaN", ".branches[1]: r is nan"),
-    ("buses", "Pd", "Infinity", ".buses[4]: Pd is inf"),
-    ("buses", "id", "1e400", "cannot convert float infinity"),   # was a raw OverflowError
-    ("branches", "tap", "0", ".branches[1]: tap is 0"),
+    ("branches", "r", "NaN", ".branches[1].r: r is nan"),
+    ("buses", "Pd", "Infinity", ".buses[4].Pd: Pd is inf"),
+    ("buses", "id", "1e400", ".buses[4].id: id is inf"),   # was a raw OverflowError
+    ("buses", "id", "1" + "0" * 400, ".buses[4].id: id is inf"),
+    ("branches", "tap", "0", ".branches[1].tap: tap is 0"),
 ])
 def test_json_numbers_that_are_not_finite_are_refused(tmp_path: Path, where: str, key: str,
                                                       value: str, words: str) -> None:
@@ -207,3 +238,39 @@ def test_json_numbers_that_are_not_finite_are_refused(tmp_path: Path, where: str
 def test_missing_json_case_is_our_error(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match="cannot read the case"):
         read_case_json(tmp_path / "absent.json")
+
+
+JSON_EDITS = [   # (what to change in case9.json, words of the error)
+    (("buses", 1, "id", 2.5), ".buses[1].id: expected a whole number"),     # was read as 2
+    (("buses", 4, "Pd", True), ".buses[4].Pd: expected a number, got true"),  # was 1.0
+    (("buses", 4, "Pd", "0.9"), '.buses[4].Pd: expected a number, got "0.9"'),
+    (("buses", 1, "id", 1), ".buses[1].id: bus number 1 is also that of .buses[0]"),
+    (("buses", 1, "Vset", None), ".buses[1].Vset: a PV bus needs Vset"),   # was a ValueError
+    (("buses", 0, "Vset", 0.0), ".buses[0].Vset: the voltage set point must be positive"),
+    (("branches", 1, "x", 0.0), ".branches[1]: the impedance"),              # r = 0 already
+    (("generators", 0, "bus", 99), ".generators[0].bus: unknown bus 99"),
+]
+
+
+@pytest.mark.parametrize("edit, words", JSON_EDITS, ids=[w for _, w in JSON_EDITS])
+def test_json_values_are_checked_where_they_are_read(tmp_path: Path, edit, words: str) -> None:
+    doc = json.loads((DATA / "case9.json").read_text())
+    section, k, key, value = edit
+    doc[section][k][key] = value
+    if section == "branches":
+        doc["branches"][k]["r"] = 0.0
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FormatError) as info:
+        read_case_json(path)
+    assert str(path) in str(info.value) and words in str(info.value)
+
+
+def test_json_sections_must_be_lists(tmp_path: Path) -> None:
+    """A dict of branches was iterated as no branches, then reported as islands."""
+    doc = json.loads((DATA / "case9.json").read_text())
+    doc["branches"] = {}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FormatError, match=r"\.branches: expected a list, got dict"):
+        read_case_json(path)

@@ -121,3 +121,43 @@ def test_run_report_on_the_shipped_example():
         assert doc["x"][name] == pytest.approx(c / m, rel=1e-12)
         assert doc["dx_dm"][name] == pytest.approx(-c / m ** 2, rel=1e-10)
     assert "x[e1]" in report.table()
+
+
+def test_a_name_for_a_provider_and_an_equation_is_refused(tmp_path):
+    """``parameter_path`` took the name for the equation, so the run's sensitivities failed
+    with a bare ``KeyError: '.equations[0].constant'`` and a sweep of the slope swept c."""
+    path = tmp_path / "same.json"
+    path.write_text(json.dumps({"providers": {"e": 2.0},
+                                "equations": {"e": {"constant": 1.0, "provider": "e"}}}))
+    with pytest.raises(eq.FormatError, match=r"\.equations\.e: the name \"e\" is also used "
+                                             r"in \.providers"):
+        eq.read_equations(path)
+    with pytest.raises(ValueError, match="'e' names a provider and an equation"):
+        eq.build_equations({"e": 2.0}, {"e": (1.0, "e")})
+
+
+def test_a_solution_beyond_the_floats_is_refused_by_the_reader():
+    """A subnormal slope: x = c / m overflowed and the run said only 'not converged'."""
+    text = json.dumps({"providers": {"m": 1e-320},
+                       "equations": {"e": {"constant": 1.0, "provider": "m"}}}) + "\n"
+    with pytest.raises(eq.FormatError, match=r"\.equations\.e: its solution x = c / m"):
+        eq.read_equations(text)
+
+
+def test_small_constants_are_solved_not_taken_for_zero():
+    """max|F| <= 1e-10 accepted the start x = 0 of m x = 1e-12 (0 steps, converged, and
+    dx/dm = 0 instead of -1e-12)."""
+    graph = eq.build_equations({"m": 1.0}, {"e": (1e-12, "m")})
+    result = eq.solve_equations(graph)
+    assert result.x("e") == pytest.approx(1e-12, rel=1e-12)
+    assert eq.sensitivities(result.graph)["m"]["e"] == pytest.approx(-1e-12, rel=1e-10)
+    sweep = eq.sweep_equations(eq.build_equations({"m": 2.0}, {"e": (1.0, "m")}), "e",
+                               [1e-13, 1.0])
+    np.testing.assert_allclose(sweep.x("e"), [5e-14, 0.5], rtol=1e-12)
+
+
+def test_run_gives_no_sensitivities_where_the_solve_failed():
+    """They were NaN (JSON ``NaN``) beside ``converged: false``."""
+    report = eq.run(solver=solvers.LevenbergMarquardt(max_steps=1))
+    assert not report.converged and set(report.json["dx_dm"].values()) == {None}
+    assert "no sensitivities dx/dm: the solve did not converge" in report.table()

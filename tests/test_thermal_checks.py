@@ -62,6 +62,15 @@ def test_builder_and_solver_refuse_a_floating_part():
     (lambda d: d["conduction"]["c"].update(G=0), r"\.conduction\.c\.G: expected a positive"),
     (lambda d: d["fixed"]["s"].update(T=10 ** 400), r"\.fixed\.s\.T: expected a positive number, "
                                                     r"got 1000000\d*\.\.\. \(401 characters\)"),
+    # a link from a node to itself was accepted and carried nothing (a typo for another node)
+    (lambda d: d["conduction"]["c"].update(b="a"), r"\.conduction\.c\.b: the link joins 'a' to "
+                                                   r"itself, so it carries no heat"),
+    (lambda d: d.update(radiation={"r": {"a": "b", "b": "b", "area": 1.0,
+                                         "emissivity": [0.9, 0.9]}}),
+     r"\.radiation\.r\.b: the link joins 'b' to itself"),
+    # two temperatures for one node: a StructurallySingularError naming .boundaries[1]
+    (lambda d: d["fixed"].update(t={"node": "plate", "T": 310.0}),
+     r"\.fixed\.t\.node: node 'plate' is already held by fixed 's'"),
 ])
 def test_reader_refuses_ambiguous_or_meaningless_entries(edit, match):
     doc = json.loads(json.dumps(BASE))
@@ -83,6 +92,12 @@ def test_builder_refuses_repeated_names_and_negative_conductance():
         th.build_thermal(["a", "a", "b"], conduction={"ab": ("a", "b", 0.5)}, fixed=fixed)
     with pytest.raises(ValueError, match="negative conductance G = -2.0"):
         th.build_thermal(["a", "b"], conduction={"ab": ("a", "b", -2.0)}, fixed=fixed)
+    with pytest.raises(ValueError, match="conduction 'aa' joins 'a' to itself"):
+        th.build_thermal(["a", "b"], conduction={"ab": ("a", "b", 0.5), "aa": ("a", "a", 1.0)},
+                         fixed=fixed)
+    with pytest.raises(ValueError, match="fixed 'y' holds node 'b', which fixed 'x' already"):
+        th.build_thermal(["a", "b"], conduction={"ab": ("a", "b", 0.5)},
+                         fixed={**fixed, "y": ("b", 310.0)})
 
 
 def test_a_key_given_twice_in_one_object_is_refused_at_its_line():

@@ -101,6 +101,13 @@ def _doc(**changes):
      r"\.supports\.none\.fixed: the support fixes neither ux nor uy"),
     ({"loads": {"P": {"node": "b", "force": [10 ** 400, 0.0]}}},
      r"\.loads\.P\.force: expected a list of 2 numbers, got \[1000\d*\.\.\. \(\d+ characters\)"),
+    # finite coordinates whose squares overflow: a ValueError (not FormatError) from
+    # read_truss claiming "positions are not finite numbers"
+    ({"nodes": {**NODES, "c": [2.0, 1e160]}},
+     r"\.bars\.bc: its nodes are so far apart \(dx, dy = 1, 1e\+160 m\) that the bar's length"),
+    # distinct but so close that the squared length underflows to 0: NaN directions
+    ({"nodes": {**NODES, "b": [0.0, 1e-170]}},
+     r"\.bars\.ab: its nodes are so close together"),
 ])
 def test_reader_refuses_entries_without_meaning(changes, match):
     with pytest.raises(tr.FormatError, match=match):
@@ -121,7 +128,7 @@ def test_builder_refuses_the_same_entries():
     with pytest.raises(ValueError, match="same place, so its direction is undefined"):
         tr.build_truss({"a": (0.0, 0.0), "b": (0.0, 0.0)}, {"ab": ("a", "b", 100.0, 0.5)},
                        supports=pin)
-    with pytest.raises(ValueError, match="not finite numbers"):  # was "has zero length"
+    with pytest.raises(ValueError, match="distance is not a finite number"):  # "zero length"
         tr.build_truss({"a": (0.0, 0.0), "b": (float("nan"), 0.0)}, bars, supports=pin)
     with pytest.raises(ValueError, match="prescribes uy = -0.05 on a component it leaves free"):
         tr.build_truss(nodes, bars, supports={**pin, "j": ("b", (True, False), (0.0, -0.05))})
@@ -187,3 +194,21 @@ def test_a_sweep_marks_and_names_the_points_that_are_no_stable_equilibrium():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert tr.sweep_truss(braced, "PC", [-5.0, 0.0, 5.0]).arrays["stable"].all()
+
+
+def test_a_stable_truss_with_bars_of_very_different_stiffness_is_solved():
+    """The zero-stiffness test was relative to the largest eigenvalue alone (1e-9): a
+    triangle whose bars' EA differ by 1e9 was refused as "a mechanism: nothing resists a
+    motion of 'apex'", its smallest stiffness 707 N/m."""
+    nodes = {"l": (-1.0, 0.0), "r": (1.0, 0.0), "apex": (0.0, 1.0)}
+    supports = {"pl": ("l", (True, True)), "pr": ("r", (True, True))}
+    load = {"P": ("apex", (0.0, -1.0))}
+    bars = {"stiff": ("l", "apex", 1e12), "soft": ("r", "apex", 1000.0)}
+    result = tr.solve_truss(tr.build_truss(nodes, bars, supports=supports, loads=load))
+    for bar in bars:   # statics: -1 / (2 sin 45 deg) each; the soft bar's shortening turns it
+        assert result.axial_force(bar) == pytest.approx(-0.5 ** 0.5, rel=1e-3)
+    np.testing.assert_allclose(result.displacement("apex"), [7.07e-4, -7.07e-4], rtol=2e-3)
+    # where precision cannot tell a soft part from a mechanism, the message says so
+    bars["stiff"] = ("l", "apex", 1e300)
+    with pytest.raises(tr.MechanismError, match="span more than double precision resolves"):
+        tr.solve_truss(tr.build_truss(nodes, bars, supports=supports, loads=load))

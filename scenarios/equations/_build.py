@@ -23,6 +23,10 @@ def build_equations(providers: Mapping[str, float],
     """
     if not providers or not equations:
         raise ValueError("build_equations needs at least one provider and one equation")
+    both = sorted(set(providers) & set(equations))
+    if both:
+        raise ValueError(f"{both[0]!r} names a provider and an equation; sweeps and results "
+                         "look them up by name: give each its own name")
     shared = {name: GradientProvider(leaf(value))
               for name, value in providers.items()}
     eqs = [Equation(leaf(constant),

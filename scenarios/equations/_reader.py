@@ -44,4 +44,21 @@ def read_equations_data(path_or_text: str | os.PathLike) -> EquationsData:
         entry = spec.entry(value, where, ("constant", "provider"))
         equations[name] = (spec.number(entry, "constant", where),
                            spec.ref(entry, "provider", where, providers, "provider"))
+        _check_solution(spec, where, *equations[name], providers)
+    # a sweep or a derivative names either kind: one name for both would pick the equation
+    spec.distinct(("providers", "equations"), {"providers": providers, "equations": equations})
     return EquationsData(tuple(providers.items()), tuple(equations.items()))
+
+
+def _check_solution(spec: Spec, where: str, constant: float, provider: str,
+                    providers: dict) -> None:
+    """Refuse an equation whose solution ``x = c / m`` is beyond the floats (a subnormal
+    slope): Newton would report it unsolved without saying why."""
+    try:
+        x = constant / providers[provider]
+    except OverflowError:
+        x = float("inf")
+    if abs(x) == float("inf"):
+        raise spec.fail(where, f"its solution x = c / m = {constant:g} / "
+                        f"{providers[provider]:g} is too large for a float",
+                        "rescale the equation (give c and m in other units)")

@@ -29,12 +29,16 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
         return _sweep_report(graph, sweep_equations(graph, sweep.param, sweep.values,
                                                     solver=solver, progress=progress), solver)
     result = solve_equations(graph, solver=solver)
-    doc = result.to_json()
-    grads = sensitivities(result.graph, solver=solver)
-    doc["dx_dm"] = {e: grads[_provider_of(graph, e)][e] for e in graph.equation_names}
-    rows = (named_rows("x[{}]", doc["x"], "")
-            + [(f"dx[{e}]/d{_provider_of(graph, e)}", v, "") for e, v in doc["dx_dm"].items()])
-    return Report.from_doc("equations", doc, rows, solver,
+    doc, notes = result.to_json(), []
+    rows = named_rows("x[{}]", doc["x"], "")
+    if doc["converged"]:
+        grads = sensitivities(result.graph, solver=solver)
+        doc["dx_dm"] = {e: grads[_provider_of(graph, e)][e] for e in graph.equation_names}
+        rows += [(f"dx[{e}]/d{_provider_of(graph, e)}", v, "") for e, v in doc["dx_dm"].items()]
+    else:   # a derivative at a point that is no solution means nothing (it was NaN)
+        doc["dx_dm"] = {e: None for e in graph.equation_names}
+        notes.append("no sensitivities dx/dm: the solve did not converge")
+    return Report.from_doc("equations", doc, rows, solver, notes=notes,
                            tables=lambda: {"equations": result.to_frame()},
                            title="m * x = c with shared slopes (x = c/m, dx/dm = -c/m^2)")
 

@@ -49,9 +49,37 @@ class EquationsSweep(SweepTable):
         return self.column("x", name)
 
 
+#: Accuracy asked of max|F|, relative to the smallest nonzero |constant|: the library's
+#: absolute 1e-10 accepted the start x = 0 of ``m x = 1e-12`` as a solution.
+RESIDUAL_RTOL = 1e-12
+
+
+def residual_tolerance(graph: EquationSet, swept: Any = ()) -> float | None:
+    """``max|F|`` below which ``graph`` counts as solved: ``1e-10`` (the library's default),
+    or less where a constant (or a ``swept`` one) is small. None when the constants are
+    traced or all zero (the default applies)."""
+    try:
+        values = np.abs(np.concatenate([np.ravel(np.asarray(e.constant, dtype=np.float64))
+                                        for e in graph.equations]
+                                       + [np.ravel(np.asarray(swept, dtype=np.float64))]))
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return None
+    small = values[values > 0].min(initial=np.inf)
+    tol = min(1e-10, RESIDUAL_RTOL * float(small))
+    return tol if tol > 0 else None
+
+
+def default_solver(graph: EquationSet, batch_size: int | None = None, swept: Any = ()) -> Any:
+    """``solvers.default_method`` with the tolerance :func:`residual_tolerance`."""
+    tol = residual_tolerance(graph, swept)
+    return solvers.default_method(solvers.System.build(graph), batch_size=batch_size,
+                                  **({} if tol is None else {"atol": tol}))
+
+
 def solve_equations(graph: EquationSet, solver: Any = None) -> EquationsResult:
-    """Solve every equation of ``graph`` (one solve of the whole graph)."""
-    solution = solvers.solve(graph, solver=solver)
+    """Solve every equation of ``graph`` (one solve of the whole graph); ``solver`` defaults
+    to :func:`default_solver`."""
+    solution = solvers.solve(graph, solver=default_solver(graph) if solver is None else solver)
     return EquationsResult(solution.system, solution)
 
 
@@ -73,6 +101,8 @@ def sweep_equations(graph: EquationSet, param: str, values, solver: Any = None,
     """Solve for every value of ``param`` (see :func:`parameter_path`) with ``solve_batch``."""
     path = parameter_path(graph, param)
     values = sweep_values(param, values)
+    if solver is None:
+        solver = default_solver(graph, len(values), values if path.endswith(".constant") else ())
     arrays = sweep_arrays(graph, {path: values},
                           lambda g: {"x": jnp.stack([e.x for e in g.equations], axis=-1)},
                           solver=solver, progress=progress)
@@ -91,7 +121,7 @@ def sensitivities(graph: EquationSet, solver: Any = None) -> dict:
     if solver is None:
         graph, solver = solve_equations(graph).graph, solvers.Newton()
     state, structure = sg.split(graph, "GradientProvider.value")
-    paths = [parameter_path(graph, p) for p in graph.provider_names]
+    paths = [f".providers[{j}].value" for j in range(len(graph.providers))]
 
     def xs(ms):
         values = {**state, **{path: ms[j] for j, path in enumerate(paths)}}

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from .._islands import IslandError, shown
-from ._case import PowerCase
+from ._case import PowerCase, impedance_problem
 from ._elements import (Branch, Generator, Load, Loading, PowerGraph, PQBus, PVBus, Shunt,
                         SlackBus)
 from ._start import start_voltages
@@ -53,11 +53,10 @@ def _given(bus, field: str) -> float:
 
 
 def _branch(case: PowerCase, br, buses: dict) -> Branch:
-    if br.r == 0.0 and br.x == 0.0:
-        raise ValueError(
-            f"case {case.name!r}: branch {br.index} ({br.from_bus}-{br.to_bus}) has zero "
-            "impedance r = x = 0, so its admittance is infinite. Merge the two buses or give "
-            "the branch a small reactance.")
+    bad = impedance_problem(br.r, br.x)
+    if bad is not None:
+        raise ValueError(f"case {case.name!r}: branch {br.index} ({br.from_bus}-{br.to_bus}): "
+                         f"{bad[0]}. {bad[1][:1].upper()}{bad[1][1:]}.")
     return Branch(buses[br.from_bus], buses[br.to_bus], br.r, br.x, br.b, br.tap,
                   math.radians(br.shift_deg))
 

@@ -6,11 +6,12 @@ for PV and slack buses, ``Vset`` for PV and slack, ``tap`` 1.0 for lines.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BUS_TYPES", "Bus", "Branch", "Generator", "PowerCase"]
+__all__ = ["BUS_TYPES", "Bus", "Branch", "Generator", "PowerCase", "impedance_problem"]
 
 BUS_TYPES = ("PQ", "PV", "slack")
 
@@ -59,13 +60,17 @@ class Branch:
 
 @dataclass(frozen=True)
 class Generator:
-    """An in-service generator (information; the bus fields carry what the equations need)."""
+    """An in-service generator (information; the bus fields carry what the equations need).
+    ``Qmax``, ``Qmin``: its reactive limits (p.u.; infinite where the source gives none),
+    which the power flow does not enforce (see ``PowerResult.q_limit_violations``)."""
 
     bus: int
     bus_index: int
     Pg: float
     Qg: float
     Vg: float
+    Qmax: float = math.inf
+    Qmin: float = -math.inf
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,27 @@ class PowerCase:
     def branch_array(self, field: str) -> np.ndarray:
         """One branch field for all branches, e.g. ``branch_array("from_index")`` (ints stay ints)."""
         return _column(self.branches, field)
+
+
+def impedance_problem(r: float, x: float) -> tuple[str, str] | None:
+    """``(problem, hint)`` when a branch's series admittance ``1 / (r + jx)`` cannot be
+    computed: infinite (r = x = 0, or r^2 + x^2 underflows) or zero (r^2 + x^2 overflows);
+    None when it can."""
+    with np.errstate(over="ignore", under="ignore"):
+        z2 = np.float64(r) * r + np.float64(x) * x
+    if z2 > 0.0 and np.isfinite(z2):
+        return None
+    where = f"the impedance r + jx = {r:g} + j{x:g}"
+    if not np.isfinite(z2) and np.isfinite(r) and np.isfinite(x):
+        return (f"{where} is too large to compute with (|z| above about 1e154)",
+                "give r and x in per unit on baseMVA, or take the branch out of service")
+    if np.isnan(z2):
+        return f"{where} is not a number", "give finite r and x in per unit"
+    what = ("is zero" if r == 0.0 and x == 0.0
+            else "is too small to compute with (|z| below about 1e-162)")
+    return (f"{where} {what}, so the branch's admittance is infinite",
+            "merge the two buses, or give the branch a small reactance (e.g. x = 1e-4 p.u.), "
+            "or take it out of service")
 
 
 def _column(items: tuple, field: str) -> np.ndarray:

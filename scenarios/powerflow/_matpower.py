@@ -20,7 +20,7 @@ from .._errors import FormatError
 from .._source import read_source
 from ._case import PowerCase
 from ._matpower_build import Table, build_case
-from ._mfile import Matrix, parse_mfile
+from ._mfile import Matrix, MFile, parse_mfile
 
 __all__ = ["read_matpower"]
 
@@ -39,10 +39,7 @@ def read_matpower(path_or_text: str | os.PathLike) -> PowerCase:
     if "dcline" in mfile.matrices and len(mfile.matrices["dcline"].lines):
         raise FormatError(path, mfile.matrices["dcline"].line, "mpc.dcline (DC lines) is not "
                           "supported", "remove the DC lines or model them as injections")
-    if "baseMVA" not in mfile.scalars:
-        raise FormatError(path, mfile.last_line, "mpc.baseMVA is missing",
-                          "add 'mpc.baseMVA = 100;'")
-    line, base = mfile.scalars["baseMVA"]
+    line, base = _base_mva(mfile)
     # Inf passes the M-file parser (it is MATPOWER's 'no limit' in matrices) but not here:
     # an infinite base turns every per-unit value into zero.
     if not isinstance(base, float) or not math.isfinite(base) or not base > 0.0:
@@ -51,6 +48,23 @@ def read_matpower(path_or_text: str | os.PathLike) -> PowerCase:
     rows = {key: _rows(path, mfile.matrices.get(key), key, mfile.last_line) for key in _COLUMNS}
     name = mfile.function or (Path(path).stem if path != "<string>" else "case")
     return build_case(path, base, name, rows["bus"], rows["gen"], rows["branch"])
+
+
+def _base_mva(mfile: MFile) -> tuple[int, float | str]:
+    """``(line, value)`` of the last assignment to ``mpc.baseMVA``: a number, or a 1 x 1
+    matrix (``[100]``, which MATLAB reads as the number)."""
+    path, matrix = mfile.path, mfile.matrices.get("baseMVA")
+    scalar = mfile.scalars.get("baseMVA")
+    if matrix is not None and (scalar is None or matrix.line > scalar[0]):
+        if matrix.data is None or matrix.data.shape != (1, 1):
+            raise FormatError(path, matrix.line, "mpc.baseMVA must be one number, got a "
+                              f"matrix of {len(matrix.lines)} row(s)",
+                              "write 'mpc.baseMVA = 100;'")
+        return matrix.line, float(matrix.data[0, 0])
+    if scalar is None:
+        raise FormatError(path, mfile.last_line, "mpc.baseMVA is missing",
+                          "add 'mpc.baseMVA = 100;'")
+    return scalar
 
 
 def _rows(path: str, matrix: Matrix | None, key: str, last_line: int) -> Table:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._errors import FormatError
-from ._case import Branch, Bus, Generator, PowerCase
+from ._case import Branch, Bus, Generator, PowerCase, impedance_problem
 
 __all__ = ["Table", "build_case"]
 
@@ -36,6 +36,11 @@ def build_case(path: str, base: float, name: str, bus: Table, gen: Table,
     return _Builder(path, base).build(name, bus, gen, branch)
 
 
+#: Why two bus numbers of the file can read as one (numbers are doubles, as in MATLAB).
+_INEXACT = (" (numbers above 2^53 = 9007199254740992 are not exact as doubles, so distinct "
+            "numbers in the file can read as the same one: renumber the buses)")
+
+
 def _not_bus_numbers(values: np.ndarray) -> np.ndarray:
     return (values != np.trunc(values)) | (values <= 0)
 
@@ -56,8 +61,8 @@ class _Builder:
         return FormatError(self.path, line, problem, hint)
 
     def _bus_id(self, line: int, value: float, what: str) -> int:
-        if value != int(value) or value <= 0:
-            raise self.error(line, f"{what} {value:g} is not a positive integer bus number")
+        if value != int(value) or value <= 0:   # repr: 1.0000000000000002 is not "1"
+            raise self.error(line, f"{what} {value!r} is not a positive integer bus number")
         return int(value)
 
     def build(self, name: str, bus: Table, gen: Table, branch: Table) -> PowerCase:
@@ -75,7 +80,7 @@ class _Builder:
         buses = self._buses(bus, kinds, kept, g, g_row)
         new_index = np.cumsum(~isolated) - 1
         generators = tuple(map(Generator, _ints(g["bus"]), new_index[g_row].tolist(),
-                               g["pg"].tolist(), g["qg"].tolist(), g["vg"].tolist()))
+                               *(g[k].tolist() for k in ("pg", "qg", "vg", "qmax", "qmin"))))
         branches = self._branches(branch, ids, isolated, order, new_index)
         return PowerCase(name, self.base, buses, branches, generators, tuple(self.notes))
 
@@ -89,7 +94,7 @@ class _Builder:
                 bus_id = self._bus_id(line, number, "bus number")
                 if bus_id in seen:
                     raise self.error(line, f"duplicate bus number {bus_id}",
-                                     "bus numbers must be unique")
+                                     "bus numbers must be unique" + _INEXACT * (bus_id > 2 ** 53))
                 if kind not in (1, 2, 3, 4):
                     raise self.error(line, f"bus {bus_id} has type {kind:g}",
                                      "use 1 (PQ), 2 (PV), 3 (slack) or 4 (isolated)")
@@ -112,8 +117,10 @@ class _Builder:
         if at_isolated.any():
             self.notes.append(f"dropped {int(at_isolated.sum())} generator(s) at isolated buses")
         rows = gen.data[on & ~at_isolated]
+        limits = np.where(np.isnan(rows[:, 3:5]), [np.inf, -np.inf], rows[:, 3:5]) / self.base
         return {"bus": rows[:, 0], "pg": rows[:, 1] / self.base, "qg": rows[:, 2] / self.base,
-                "vg": rows[:, 5]}
+                "vg": rows[:, 5], "line": gen.lines[on & ~at_isolated],
+                "qmax": limits[:, 0], "qmin": limits[:, 1]}
 
     def _bus_types(self, bus: Table, kinds: np.ndarray, with_gen: np.ndarray) -> np.ndarray:
         """PYPOWER ``bustypes``: PV/slack buses need an in-service generator; one slack at least."""
@@ -147,12 +154,24 @@ class _Builder:
         vset = g["vg"][last] if len(g_row) else np.zeros(len(kinds))
         disagree = np.zeros(len(kinds), dtype=bool)
         disagree[g_row[g["vg"] != vset[g_row]]] = True
+        self._check_set_points(kinds, last, g)
         d, names = bus.data[kept], [_TYPE_NAMES[int(k)] for k in kinds[kept].tolist()]
         columns = [_ints(d[:, 0]), names, count[kept].tolist(), pg[kept].tolist(),
                    qg[kept].tolist(), vset[kept].tolist(), disagree[kept].tolist()]
         per_unit = [(d[:, k] / self.base).tolist() for k in (2, 3, 4, 5)]
         as_is = [d[:, k].tolist() for k in (9, 7, 8)]
         return tuple(self._bus(i, *row) for i, row in enumerate(zip(*columns, *per_unit, *as_is)))
+
+    def _check_set_points(self, kinds: np.ndarray, last: np.ndarray, g: dict) -> None:
+        """Refuse a voltage set point (the last generator's VG at a PV or slack bus) that is
+        not positive: Newton would run on it and fail without saying why."""
+        held = np.isin(kinds, (2, 3)) & (last >= 0)
+        bad = last[held][g["vg"][last[held]] <= 0.0]
+        if len(bad):
+            k = int(bad.min())
+            raise self.error(int(g["line"][k]), f"generator at bus {_ints(g['bus'][k:k + 1])[0]}"
+                             f" has VG = {g['vg'][k]:g}, the voltage set point of its bus",
+                             "give the set point in p.u., e.g. 1.0 (column 6 of mpc.gen)")
 
     def _bus(self, i, number, kind, count, pg, qg, vset, disagree, pd, qd, gs, bs, kv, vm, va):
         vset = vset if count and kind != "PQ" else None
@@ -177,6 +196,7 @@ class _Builder:
         if at_isolated.any():
             self.notes.append(f"dropped {int(at_isolated.sum())} branch(es) at isolated buses")
         keep = on & ~at_isolated
+        self._check_impedance(branch, keep)
         d, index = d[keep], new_index[end_rows[keep]]
         tap, shift = d[:, 8], d[:, 9]
         columns = [_ints(d[:, 0]), _ints(d[:, 1]), index[:, 0].tolist(), index[:, 1].tolist(),
@@ -184,6 +204,17 @@ class _Builder:
                    np.where(tap != 0.0, tap, 1.0).tolist(), shift.tolist(),
                    ((tap != 0.0) | (shift != 0.0)).tolist(), (d[:, 5] / self.base).tolist()]
         return tuple(map(Branch, range(len(d)), *columns))
+
+    def _check_impedance(self, branch: Table, keep: np.ndarray) -> None:
+        """Refuse an in-service branch whose series admittance cannot be computed."""
+        r, x = branch.data[:, 2], branch.data[:, 3]
+        with np.errstate(over="ignore", under="ignore"):
+            z2 = r * r + x * x
+        for k in np.flatnonzero(keep & ~((z2 > 0.0) & np.isfinite(z2)))[:1].tolist():
+            problem, hint = impedance_problem(float(r[k]), float(x[k]))
+            ends = "-".join(map(str, _ints(branch.data[k, :2])))
+            raise self.error(int(branch.lines[k]), f"branch {ends}: {problem}",
+                             hint.replace("out of service", "out of service (column 11 = 0)"))
 
     def _explain_branch_ends(self, branch: Table, known: set) -> None:
         for line, row in branch.rows(2):

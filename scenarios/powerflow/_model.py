@@ -132,7 +132,8 @@ class PowerResult(NamedTables, AbstractMemberResult):
     def _compute(self) -> dict:
         g, case = self.solved.graph, self.model.case
         buses = [g.buses[b.id] for b in case.buses]
-        self._vm, self._va = self._column(buses, "vm"), self._column(buses, "va")
+        self._vm, self._va = _positive_magnitude(self._column(buses, "vm"),
+                                                 self._column(buses, "va"))
         branches = {f: self._column(g.branches, f) for f in ("r", "x", "b", "tap", "shift")}
         self._flows = _branch_flows(case, self._vm, self._va, branches)
         position = {b.id: k for k, b in enumerate(case.buses)}
@@ -166,6 +167,30 @@ class PowerResult(NamedTables, AbstractMemberResult):
         self.buses()
         return self._flows
 
+    def low_voltage_buses(self, below: float = 0.5) -> dict:
+        """Vm (p.u.) by bus number where it is below ``below``: a power flow has several
+        solutions, and a start far from the operating point (a case file's VM column) can
+        lead Newton to a low-voltage one, which solves the equations just as well."""
+        return {i: vm for i, vm in self.vm().items() if vm < below}
+
+    def q_limit_violations(self, tol: float = 1e-9) -> list[dict]:
+        """The PV and slack buses whose generation ``qg`` lies outside the summed limits
+        ``qmin``, ``qmax`` of their generators (p.u.; ``tol`` of slack): the power flow holds
+        their voltages whatever Q it takes, as MATPOWER's ``runpf`` does by default (Q limits
+        are not enforced), so a violation means the set point is not reachable."""
+        limits: dict = {}
+        for gen in self.model.case.generators:
+            low, high = limits.get(gen.bus, (0.0, 0.0))
+            limits[gen.bus] = (low + gen.Qmin, high + gen.Qmax)
+        out = []
+        for bus in self.buses().values():
+            if bus.type == "PQ" or bus.id not in limits:
+                continue
+            low, high = limits[bus.id]
+            if not low - tol <= bus.qg <= high + tol:
+                out.append({"bus": bus.id, "qg": bus.qg, "qmin": low, "qmax": high})
+        return out
+
     def vm(self) -> dict:
         """Vm (p.u.) by case bus number."""
         self.buses()
@@ -193,6 +218,16 @@ class PowerResult(NamedTables, AbstractMemberResult):
         generation in MW/Mvar), ``"branch"`` by position in ``case.branches`` (end buses,
         flows at both ends, losses, loading_percent). ``to_frame(name)`` picks one."""
         return {"bus": bus_frame(self), "branch": branch_frame(self)}
+
+
+def _positive_magnitude(vm: np.ndarray, va: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The same complex voltages with ``vm >= 0``: Newton from a start with a negative Vm
+    (a case file's VM column) can land on ``-|V|`` at ``Va + 180 deg``; MATPOWER reports
+    ``|V|``, and so do results (the angle turned by 180 deg towards 0)."""
+    flip = vm < 0
+    if not flip.any():
+        return vm, va
+    return np.abs(vm), np.where(flip, va - np.copysign(np.pi, va), va)
 
 
 def _branch_flows(case: PowerCase, vm, va, branches: dict) -> np.ndarray:

@@ -41,13 +41,51 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
     if sweep is not None:
         return _sweep_report(model, sweep, solver, progress, title)
     result = model.solve(solver)
-    doc = {**result.to_json(), "solver": _name(solver)}
+    over = result.q_limit_violations() if result.converged else []
+    doc = {**result.to_json(), "solver": _name(solver), "case_notes": list(case.notes),
+           "q_limits": {"enforced": False, "violations": over}}
     rows = _BusRows(("start", result.start, ""), result.buses(), [b.id for b in case.buses])
-    notes = [result.start_note()] + ([] if result.converged else [result.message()])
+    notes = ([result.start_note()] + ([] if result.converged else [result.message()])
+             + _case_notes(case.notes) + _q_limit_notes(over, case.base_mva)
+             + _low_voltage_notes(result.low_voltage_buses() if result.converged else {}))
     return Report("powerflow", _name(solver), result.converged, result.iterations,
                   result.residual_norm, rows, doc, lambda fig: draw_power_flow(
                       fig, result, f"{case.name}: bus voltages and branch loading"),
                   title=title, notes=notes, tables=result.to_frames)
+
+
+def _case_notes(notes: tuple, shown: int = 6) -> list[str]:
+    """What the reader changed or dropped (out-of-service elements, bus types), at most
+    ``shown`` of them (all in the JSON's ``case_notes``)."""
+    out = [f"case: {n}" for n in notes[:shown]]
+    if len(notes) > shown:
+        out.append(f"case: ... and {len(notes) - shown} more changes (--json: case_notes)")
+    return out
+
+
+def _low_voltage_notes(low: dict, shown: int = 4) -> list[str]:
+    """A warning for buses below 0.5 p.u.: likely a low-voltage solution, not the operating
+    point (found from a start far from it)."""
+    if not low:
+        return []
+    worst = sorted(low.items(), key=lambda item: item[1])[:shown]
+    listed = ", ".join(f"bus {i} {vm:.3f}" for i, vm in worst)
+    more = f" and {len(low) - shown} more" if len(low) > shown else ""
+    return [f"{len(low)} bus(es) below 0.5 p.u. ({listed}{more}): this may be a low-voltage "
+            "solution of the equations rather than the operating point; try --flat-start"]
+
+
+def _q_limit_notes(over: list, base: float, shown: int = 4) -> list[str]:
+    """A note naming the buses whose generators exceed their Q limits (not enforced)."""
+    if not over:
+        return []
+    parts = [f"bus {v['bus']} Qg = {v['qg'] * base:.4g} Mvar "
+             + (f"> Qmax {v['qmax'] * base:.4g} Mvar" if v["qg"] > v["qmax"]
+                else f"< Qmin {v['qmin'] * base:.4g} Mvar") for v in over[:shown]]
+    more = f" and {len(over) - shown} more" if len(over) > shown else ""
+    return [f"generator Q limits are not enforced (as in MATPOWER's runpf by default), and "
+            f"{len(over)} PV/slack bus(es) hold their voltage only beyond them: "
+            f"{'; '.join(parts)}{more} (--json: q_limits)"]
 
 
 class _BusRows(Sequence):

@@ -37,6 +37,7 @@ def build_thermal(nodes: Mapping[str, float] | Sequence[str], *,
     """
     starts = dict(nodes) if isinstance(nodes, Mapping) else {n: 300.0 for n in nodes}
     _check_names(nodes, conduction, radiation, fixed, loads)
+    _check_ends(conduction, radiation, fixed)
     made = {n: ThermalNode(leaf(t)) for n, t in starts.items()}
 
     def node(name, where):
@@ -76,6 +77,22 @@ def _check_names(nodes, conduction, radiation, fixed, loads) -> None:
     if twice:
         raise ValueError(f"the name {twice[0]!r} is used by both {twice[1]} and {twice[2]}; "
                          "results and sweeps look entries up by name: give each its own")
+
+
+def _check_ends(conduction, radiation, fixed) -> None:
+    """A link from a node to itself (no heat flows: a typo), a node held twice (two
+    equations for one temperature: a singular system)."""
+    for kind, links in (("conduction", conduction), ("radiation", radiation)):
+        for name, link in dict(links).items():
+            if link[0] == link[1]:
+                raise ValueError(f"{kind} {name!r} joins {link[0]!r} to itself, so it carries "
+                                 "no heat; give the two different nodes it joins")
+    held: dict = {}
+    for name, (node, _) in dict(fixed).items():
+        if node in held:
+            raise ValueError(f"fixed {name!r} holds node {node!r}, which fixed {held[node]!r} "
+                             "already holds; hold each node at one temperature")
+        held[node] = name
 
 
 def _known_negative(value) -> bool:

@@ -62,13 +62,21 @@ def read_thermal_data(path_or_text: str | os.PathLike) -> ThermalData:
         e = spec.entry(value, w, ("a", "b", "G"))
         conduction[name] = (spec.ref(e, "a", w, nodes, "node"), spec.ref(e, "b", w, nodes, "node"),
                             spec.number(e, "G", w, positive=True, unit="W/K"))
+        _two_nodes(spec, w, *conduction[name][:2])
     for name, value in spec.section("radiation").items():
         radiation[name] = _radiation(spec, name, value, nodes)
+        _two_nodes(spec, f".radiation.{name}", *radiation[name][:2])
+    held: dict = {}   # node -> the fixed entry that holds it
     for name, value in spec.section("fixed").items():
         w = f".fixed.{name}"
         e = spec.entry(value, w, ("node", "T"))
         fixed[name] = (spec.ref(e, "node", w, nodes, "node"),
                        spec.number(e, "T", w, positive=True, unit="K"))
+        if fixed[name][0] in held:
+            raise spec.fail(f"{w}.node", f"node {fixed[name][0]!r} is already held by fixed "
+                            f"{held[fixed[name][0]]!r} (two equations for one temperature)",
+                            "hold each node at one temperature, in one fixed entry")
+        held[fixed[name][0]] = name
     for name, value in spec.section("loads").items():
         w = f".loads.{name}"
         e = spec.entry(value, w, ("node", "Q"))
@@ -81,6 +89,13 @@ def read_thermal_data(path_or_text: str | os.PathLike) -> ThermalData:
                         "a steady state needs at least one node held at a temperature")
     return ThermalData(*(tuple(d.items()) for d in (nodes, conduction, radiation, fixed, loads)),
                        source=spec.name)
+
+
+def _two_nodes(spec: Spec, where: str, a: str, b: str) -> None:
+    """A link joins two different nodes (one from a node to itself carries no heat: a typo)."""
+    if a == b:
+        raise spec.fail(f"{where}.b", f"the link joins {a!r} to itself, so it carries no heat",
+                        "give the two different nodes it joins")
 
 
 def _nodes(spec: Spec) -> dict:

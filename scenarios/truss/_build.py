@@ -69,8 +69,9 @@ def _check_span(name: str, a: str, b: str, span) -> None:
     if value is None:
         return
     if not np.isfinite(value):
-        raise ValueError(f"bar {name!r} joins nodes {a!r} and {b!r}, whose positions are not "
-                         "finite numbers (NaN or infinite coordinates): give finite x, y")
+        raise ValueError(f"bar {name!r} joins nodes {a!r} and {b!r}, whose distance is not a "
+                         "finite number (a NaN or infinite coordinate, or so large that its "
+                         "square overflows): give finite x, y in metres")
     if value == 0:
         raise ValueError(f"bar {name!r} joins {a!r} to itself or to a node at the same place, "
                          "so its direction is undefined: give its nodes distinct positions "

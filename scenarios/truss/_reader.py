@@ -57,6 +57,7 @@ def read_truss_data(path_or_text: str | os.PathLike) -> TrussData:
             raise spec.fail(w, f"bar joins {a!r} to itself or to a node at the same place, "
                             "so its direction is undefined",
                             "connect two nodes at distinct positions (an L0 does not help)")
+        _check_length(spec, w, nodes[a], nodes[b])
         extra = (spec.number(e, "L0", w, positive=True, unit="m"),) if "L0" in e else ()
         bars[name] = (a, b, spec.number(e, "EA", w, positive=True, unit="N"), *extra)
     held: dict = {}  # (node, component) -> the support that fixes it
@@ -69,6 +70,18 @@ def read_truss_data(path_or_text: str | os.PathLike) -> TrussData:
                        tuple(spec.vector(e, "force", w, 2, unit="N")))
     return TrussData(tuple(nodes.items()), tuple(bars.items()), tuple(supports.items()),
                      tuple(loads.items()))
+
+
+def _check_length(spec: Spec, where: str, a: tuple, b: tuple) -> None:
+    """The model computes a bar's length as sqrt(dx^2 + dy^2): refuse nodes so far apart
+    (or so close) that the squares overflow (or underflow to 0)."""
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    square = dx * dx + dy * dy
+    if not 0.0 < square < float("inf"):
+        what = "far apart" if square else "close together"
+        raise spec.fail(where, f"its nodes are so {what} (dx, dy = {dx:g}, {dy:g} m) that "
+                        "the bar's length cannot be computed", "give coordinates in metres, with "
+                        "distances between about 1e-150 m and 1e150 m")
 
 
 def _support(spec: Spec, name: str, value, nodes: dict, held: dict) -> tuple:

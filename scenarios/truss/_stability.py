@@ -20,10 +20,24 @@ import simgraph as sg
 
 from .._islands import shown
 
-__all__ = ["MechanismError", "check_stable", "unstable_points", "SINGULAR"]
+__all__ = ["MechanismError", "check_stable", "unstable_points", "SINGULAR", "ROUNDOFF"]
 
-#: Smallest eigenvalue of the free stiffness, relative to the largest, taken as zero.
+#: Eigenvalue of the free stiffness taken as zero, relative to the softest bar's EA / L0.
 SINGULAR = 1e-9
+#: ... but never below this fraction of the largest eigenvalue: what double precision
+#: resolves in a stiffness computed from solved positions (a ratio to the largest
+#: eigenvalue alone, 1e-9, refused a stable truss whose bars' EA differ by 1e9).
+ROUNDOFF = 1e-12
+
+
+def zero_stiffness(truss, k: np.ndarray) -> tuple[float, bool]:
+    """The stiffness (N/m) below which an eigenvalue of the free stiffness ``k`` counts as
+    zero, and whether precision sets it (the bars' stiffnesses span more than it resolves)."""
+    soft = min((float(np.min(np.asarray(b.EA, float) / np.asarray(b.L0, float)))
+                for b in truss.bars), default=0.0)
+    top = max(float(np.max(np.sum(np.abs(k), axis=1))) if k.size else 0.0,
+              np.finfo(float).tiny)
+    return max(SINGULAR * soft, ROUNDOFF * top), ROUNDOFF * top > SINGULAR * soft
 
 
 class MechanismError(sg.GraphError):
@@ -74,7 +88,7 @@ def unstable_points(truss, displacements, converged) -> np.ndarray:
         if not free or not np.all(np.isfinite(k)):
             continue
         k = 0.5 * (k + k.T)
-        shift = SINGULAR * max(float(np.max(np.sum(np.abs(k), axis=1))), np.finfo(float).tiny)
+        shift = zero_stiffness(truss, k)[0]
         try:
             np.linalg.cholesky(k - shift * np.eye(len(k)))
         except np.linalg.LinAlgError:
@@ -93,14 +107,18 @@ def check_stable(truss, result=None) -> None:
     if not np.all(np.isfinite(values)):
         return  # a non-finite solve is reported as not converged already
     top = max(float(np.max(np.abs(values))), np.finfo(float).tiny)
-    if values[0] > SINGULAR * top:
+    zero, precision = zero_stiffness(truss, k)
+    if values[0] > zero:
         return
     mode = np.abs(vectors[:, 0])
     moving = sorted({free[r][0] for r in np.flatnonzero(mode > 0.1 * mode.max())})
     names = tuple(truss.node_names[i] for i in moving)
-    what = ("is a mechanism: nothing resists a motion of" if values[0] >= -SINGULAR * top
+    what = ("is a mechanism: nothing resists a motion of" if values[0] >= -zero
             else "balances only unstably (compression lets it buckle away) in a motion of")
+    why = (f" (or its bars' stiffnesses span more than double precision resolves: below "
+           f"{zero:.3g} N/m a stiffness cannot be told from zero beside {top:.3g} N/m; give "
+           "the bars EA values closer together)") if precision else ""
     raise MechanismError(
         f"the truss {what} node(s) {shown(list(names))} (smallest stiffness {values[0]:.3g} "
-        f"N/m, largest {top:.3g} N/m), so the solution is not a meaningful equilibrium. Add "
-        "bars (a diagonal) or supports that hold those nodes.", names, result)
+        f"N/m, largest {top:.3g} N/m){why}, so the solution is not a meaningful equilibrium. "
+        "Add bars (a diagonal) or supports that hold those nodes.", names, result)

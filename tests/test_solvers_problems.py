@@ -1,12 +1,16 @@
 """Every method on every standard problem, from 1x, 10x and 100x the standard start.
 
-All problems are solved in one batch per method (``lax.switch`` on a problem index, so each
-member evaluates exactly its own F) to keep compilations few: a problem of k < N unknowns
-becomes ``(F(x[:k]), x[k:])`` in N unknowns, started at ``x[k:] = 0``, where the extra
-unknowns sit at their root from the start and decouple (the Jacobian is block diagonal
-with an identity block), so each method takes the problem's own steps. Every method must be honest
-(success only with max|F| <= 1e-8; a failure always carries a code and message); the
-default method must keep what it achieves (see docs/solver_robustness.md).
+All problems share one compiled program per method to keep compilations few: one function
+``lax.switch``-es on a problem index, and a problem of k < N unknowns becomes
+``(F(x[:k]), x[k:])`` in N unknowns, started at ``x[k:] = 0``, where the extra unknowns sit
+at their root from the start and decouple (the Jacobian is block diagonal with an identity
+block), so each method takes the problem's own steps. Each problem's three starts are one
+batch whose problem index is unbatched (``params_axes=None``, as benchmarks/robustness.py
+solves): the switch stays a real branch, so each member evaluates exactly its own F (a
+batched index would evaluate all 23 problems at every step), and every problem reuses the
+program of the first. Every method must be honest (success only with max|F| <= 1e-8; a
+failure always carries a code and message); the default method must keep what it achieves
+(see docs/solver_robustness.md).
 """
 
 import dataclasses
@@ -65,19 +69,17 @@ def _padded(problem, width: int):
 
 @functools.lru_cache(maxsize=None)
 def all_run(method_name: str, sizes: tuple) -> dict:
-    """Solve every (problem with a size in ``sizes``, start) with one method in one batch."""
+    """Solve every (problem with a size in ``sizes``, start) with one method: one batch of
+    its starts per problem, every batch through the same compiled program."""
     probs = [p for n in sizes for p in group(n)]
     width = max(sizes)
     fn = jax.jit(lambda x, pid: lax.switch(pid, [_padded(p, width) for p in probs], x))
-    pids = np.repeat(np.arange(len(probs)), len(nlp.FACTORS))
-    x0 = np.stack([np.pad(nlp.start(p, k), (0, width - len(p.x0)))
-                   for p in probs for k in nlp.FACTORS])
-    sol = solvers.solve_flat_batch(fn, jnp.asarray(x0), jnp.asarray(pids),
-                                   solver=METHODS[method_name])
     out = {}
     for i, p in enumerate(probs):
-        rows = slice(i * len(nlp.FACTORS), (i + 1) * len(nlp.FACTORS))
-        one = jax.tree_util.tree_map(lambda a: np.asarray(a)[rows], sol)
+        x0 = np.stack([np.pad(nlp.start(p, k), (0, width - len(p.x0))) for k in nlp.FACTORS])
+        sol = solvers.solve_flat_batch(fn, jnp.asarray(x0), jnp.asarray(i), params_axes=None,
+                                       solver=METHODS[method_name])
+        one = jax.tree_util.tree_map(np.asarray, sol)
         out[p.name] = dataclasses.replace(one, x=one.x[:, :len(p.x0)])
     return out
 

@@ -71,15 +71,20 @@ def _pair(graph):
     return grouped, objectwise
 
 
-def _evaluate(system, x, dx):
-    """Residual, Jacobian and step limit in one compiled call (eager dispatch is slower here);
-    for a grouped system also the element-by-element Jacobian (F and J as a dense matrix)."""
-    element = None
-    if system.evaluation == "grouped":
-        pattern = system.sparsity_pattern()
-        element = system.structure.element_jacobian(pattern)
+def _evaluate(systems, x, dx):
+    """Residual, Jacobian and step limit of each system, all in one compiled call (eager
+    dispatch is slower here, and one program per example compiles faster than one per
+    system); for a grouped system also the element-by-element Jacobian (F and J as a dense
+    matrix)."""
+    elements = []
+    for system in systems:
+        element = pattern = None
+        if system.evaluation == "grouped":
+            pattern = system.sparsity_pattern()
+            element = system.structure.element_jacobian(pattern)
+        elements.append((element, pattern))
 
-    def run(system, x, dx):
+    def one(system, element, pattern, x, dx):
         f = system.residual(x, system.params)
         j = jax.jacfwd(system.residual)(x, system.params)
         assembled = None
@@ -89,17 +94,21 @@ def _evaluate(system, x, dx):
             assembled = f_e, dense.at[pattern.rows, pattern.cols].set(values)
         return f, j, system.step_limit(x, dx, system.params), assembled
 
-    return jax.jit(run)(system, x, dx)
+    def run(systems, x, dx):
+        return [one(s, e, p, x, dx) for s, (e, p) in zip(systems, elements)]
+
+    return jax.jit(run)(list(systems), x, dx)
 
 
 def _agree(graph, seed):
     grouped, objectwise = _pair(graph)
     assert (grouped.n, grouped.m) == (objectwise.n, objectwise.m)
     np.testing.assert_array_equal(grouped.x0, objectwise.x0)
-    x = grouped.x0 + jax.random.normal(jax.random.PRNGKey(seed), (grouped.n,))
-    dx = jax.random.normal(jax.random.PRNGKey(seed + 1), (grouped.n,))
-    f_g, j_g, s_g, (f_e, j_e) = _evaluate(grouped, x, dx)
-    f_o, j_o, s_o, _ = _evaluate(objectwise, x, dx)
+    # NumPy draws: jax.random would compile a program for every new n
+    rng = np.random.default_rng(seed)
+    x = np.asarray(grouped.x0) + rng.standard_normal(grouped.n)
+    dx = rng.standard_normal(grouped.n)
+    (f_g, j_g, s_g, (f_e, j_e)), (f_o, j_o, s_o, _) = _evaluate((grouped, objectwise), x, dx)
     np.testing.assert_allclose(f_g, f_o, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(j_g, j_o, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(f_e, f_o, rtol=1e-12, atol=1e-12)  # assembled element by element

@@ -57,9 +57,10 @@ class ReffableTreeNode:
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in type(self).__sg_names__ and not _settable_on_class(type(self), name):
             raise _undeclared(type(self), name)
-        if name in type(self).__sg_statics__ and _outside.holds_node(value, ReffableTreeNode):
-            raise _node_in_static(type(self), name)
-        if type(value) is np.ndarray and value.dtype.hasobject:
+        if name in type(self).__sg_statics__:
+            if _outside.holds_node(value, ReffableTreeNode):
+                raise _node_in_static(type(self), name)
+        elif type(value) is np.ndarray and value.dtype.hasobject:
             raise _object_array(type(self), name, value)
         object.__setattr__(self, name, value)
 

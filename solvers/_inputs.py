@@ -35,6 +35,8 @@ def check_flat_inputs(entry: str, x0: Any, params: Any = None) -> None:
     read while ``jax_enable_x64`` is on."""
     if jax.config.jax_enable_x64:
         return
+    if isinstance(x0, (list, tuple)):
+        x0 = np.asarray(x0)
     if _wide_integers(x0):
         check_integer_range(np.asarray(x0), f"{entry} x0")
     leaves = jax.tree_util.tree_leaves(params)
@@ -46,7 +48,10 @@ def check_flat_inputs(entry: str, x0: Any, params: Any = None) -> None:
 
 
 def _wide_integers(leaf: Any) -> bool:
-    """A numpy integer array or scalar of more than 32 bits (what x64-off JAX narrows)."""
+    """A numpy integer array or scalar of more than 32 bits (what x64-off JAX narrows), or
+    a Python int beyond int32 (which JAX refuses with an OverflowError of its own)."""
+    if type(leaf) is int:
+        return not -2**31 <= leaf < 2**31
     dtype = getattr(leaf, "dtype", None)
     return (isinstance(leaf, (np.ndarray, np.generic)) and dtype.kind in "iu"
             and dtype.itemsize > 4)

@@ -249,6 +249,11 @@ def test_integer_params_that_jax_would_wrap_are_refused_naming_the_leaf():
             solvers.solve_batch(fn, np.asarray([[1], [2**40]]), {"c": np.ones((2, 1))})
         with pytest.raises(ValueError, match=r"solve params\['c'\] range over.*beyond int32"):
             solvers.solve(fn, jnp.ones(1), {"c": np.asarray([2**40])})
+        # Python ints: JAX's own OverflowError, without the leaf or the fix
+        with pytest.raises(ValueError, match=r"solve params\['c'\] range over.*beyond int32"):
+            solvers.solve(fn, jnp.ones(1), {"c": 2**40})
+        with pytest.raises(ValueError, match=r"solve x0 range over.*beyond int32"):
+            solvers.solve(fn, [2**40], {"c": 8.0})
         within = solvers.solve_batch(fn, jnp.ones(1), {"c": np.asarray([[1], [8], [27]])},
                                      solver=solvers.Newton())
         np.testing.assert_allclose(np.asarray(within.x).ravel(), [1.0, 2.0, 3.0], rtol=1e-5)

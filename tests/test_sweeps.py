@@ -383,3 +383,10 @@ def test_a_process_part_of_a_sweep_names_members_by_their_number_in_the_batch(mo
     pytest.importorskip("pandas")
     assert list(mine.to_frame().columns) == ["owner", 6, 7, 8, 9, 10]
     assert sorted(set(mine.to_frame(long=True)["member"])) == [6, 7, 8, 9, 10]
+    monkeypatch.setattr(jax, "process_index", lambda: 0)  # process 0's part: a part too
+    first = solvers.solve_batch(graph(), {"items[0].c": values}, NEWTON, chunk_size=3,
+                                gather=False, progress=False)
+    assert first.first_member == 0 and "(members 0 to 5 of the batch)" in first.summary()
+    monkeypatch.undo()  # one process: a whole solution
+    whole = solvers.solve_batch(graph(), {"items[0].c": values}, NEWTON, progress=False)
+    assert whole.first_member is None and "of the batch" not in whole.summary()

@@ -148,3 +148,26 @@ def test_a_prng_key_leaf_is_refused_with_the_field_and_the_fix():
     # its numbers are data like any other: the same graph with key_data lowers and solves
     graph.items[1].key = jax.random.key_data(graph.items[1].key)
     assert np.asarray(solvers.solve(graph, throw=True).x).tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("wrap", [lambda a: [a], lambda a: {"a": a}, np.ma.masked_array])
+def test_a_numpy_object_array_inside_a_container_is_refused_with_the_field(wrap):
+    # A field set to one directly is refused where it is set; inside a list or a dict (or as
+    # an ndarray subclass) it reached JAX, which failed naming solve_core's arguments.
+    table = np.empty(2, dtype=object)
+    table[:] = [_Keyed(jnp.zeros(2), 1.0), "a"]
+    graph = sg.Bundle(_Keyed(jnp.zeros(2), 1.0), _Keyed(wrap(table), 1.0))
+    with pytest.raises(sg.GraphTypeError, match=r"_Keyed\.key: holds a numpy array of dtype "
+                       r"object.*plain list"):
+        solvers.solve(graph)
+
+
+def test_a_static_field_may_hold_an_object_array_message_of_its_own():
+    # The object-array refusal is for data fields: a static one keeps its own rule (hashable)
+    class Named(sg.ReffableTreeNode):
+        names: object = sg.static(default=())
+
+    named = Named(np.asarray(["a", "b"], dtype=object))
+    with pytest.raises(sg.GraphTypeError, match="static field 'names' holds an unhashable "
+                       "ndarray.*use a tuple"):
+        jax.tree_util.tree_flatten(named)

@@ -128,7 +128,7 @@ def sweep_flat(problem: Any, method: Any, x0: Any, params: Any, params_axes: Any
     if gather:
         mine = gather_rows(mine, [len(plan.members(p)) for p in range(plan.processes)])
     members = None if gather else plan.members(pid)
-    first = 0 if members is None or not members else members.start  # messages: global numbers
+    first = None if members is None else members.start  # messages: numbers in the batch
     flat = FlatSolution(**{f: jnp.asarray(v) for f, v in mine.items()}, first_member=first)
     return flat, members
 

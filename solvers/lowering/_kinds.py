@@ -182,6 +182,8 @@ class _Keys:
                 return _extended(v, where)
             dt = self.dtypes.get(v.dtype)
             if dt is None:
+                if v.dtype.hasobject:
+                    return _object_array(where)
                 dt = self.dtypes[v.dtype] = canonical(v.dtype)
             return (tuple(v.shape), dt)
         raise sg.GraphTypeError(
@@ -200,6 +202,19 @@ def _extended(v, where):
         "model data (parameters are stacked and differentiated as numbers). Store its "
         "numbers instead (for a key: jax.random.key_data(key)) and rebuild it where it is "
         "used (jax.random.wrap_key_data)."
+    )
+
+
+def _object_array(where):
+    """None for a first pass (as `_extended`); else the error: a numpy array of Python
+    objects (nodes, strings) is one opaque value JAX cannot trace, inside a list or a dict
+    too (a field set to one directly is refused where it is set)."""
+    if where is None:
+        return None
+    raise sg.GraphTypeError(
+        f"{where[0].__name__}.{where[1]}: holds a numpy array of dtype object, which JAX "
+        "cannot trace. Hold nodes in a plain list (they stay in the graph, their references "
+        "shared) and numbers in a numeric array (np.asarray(value, dtype=float))."
     )
 
 

@@ -53,7 +53,8 @@ def solution_frame(solution: Any, long: bool = False) -> Any:
         return frame.reset_index() if long else frame
     members = x.reshape(-1, system.n)
     count = len(members)
-    numbers = pd.RangeIndex(solution.first_member, solution.first_member + count)
+    first = solution.first_member or 0
+    numbers = pd.RangeIndex(first, first + count)
     if long:  # a sweep's process part: members by their numbers in the batch
         return pd.DataFrame({"member": np.repeat(np.asarray(numbers), system.n),
                              "path": paths * count, "owner": owners * count,

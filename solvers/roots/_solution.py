@@ -47,8 +47,9 @@ class Solution:
     ``to_frame()``; for a flat function ``lowered`` is None and those raise
     `AttributeError`. ``FlatSolution`` is another name for this class.
 
-    ``first_member``: the number in the whole batch of this solution's member 0 (0 but for
-    a ``gather=False`` sweep, whose process holds members ``first_member`` onwards):
+    ``first_member``: for a ``gather=False`` sweep's part (a process holds members
+    ``first_member`` onwards, process 0 too), the number in the whole batch of its member 0;
+    None for a whole solution:
     messages, summaries and `SolveError` texts name members by that number; indices
     (``worst_index()``, ``message(i)``, ``SolveError.index``) index this solution's arrays.
     """
@@ -67,13 +68,14 @@ class Solution:
     lowered: dataclasses.InitVar[Any] = None  # the System solved (None: a flat function)
     swept: dataclasses.InitVar[tuple] = ()    # solve_batch's batched values, in `keys` order
     keys: dataclasses.InitVar[tuple] = ()     # solve_batch's parameter addresses (static)
-    first_member: dataclasses.InitVar[int] = 0  # member 0's number in the batch (static)
+    first_member: dataclasses.InitVar[Optional[int]] = None  # a sweep part's member 0 (static)
 
     def __post_init__(self, lowered, swept, keys, first_member):
         object.__setattr__(self, "lowered", lowered)
         object.__setattr__(self, "swept", swept)
         object.__setattr__(self, "keys", keys)
-        object.__setattr__(self, "first_member", int(first_member))
+        object.__setattr__(self, "first_member",
+                           None if first_member is None else int(first_member))
 
     @property
     def batch_shape(self) -> tuple[int, ...]:
@@ -142,7 +144,7 @@ class Solution:
     def _number(self, index, idx: tuple, shape: tuple) -> str:
         """How messages name member ``index``: as given, or for a process's part of a sweep
         (``first_member``) by its number in the whole batch, with its row here."""
-        if not self.first_member or len(shape) != 1:
+        if self.first_member is None or len(shape) != 1:
             return str(index)
         return f"{self.first_member + int(idx[0])} (row {int(idx[0])} here)"
 
@@ -174,7 +176,7 @@ class Solution:
 
     def _span(self, size: int) -> str:
         """`` (members 16 to 39 of the batch)`` for a process's part of a sweep, else ''."""
-        if not self.first_member or not size:
+        if self.first_member is None or not size:
             return ""
         return f" (members {self.first_member} to {self.first_member + size - 1} of the batch)"
 

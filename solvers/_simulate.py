@@ -78,7 +78,8 @@ class TransientSolution:
     """A transient's output on the requested times, its accepted steps and how it went.
 
     ``t`` (G,) and ``x`` (..., G, n) the states on the grid; ``result`` (TRANSIENT_RESULTS
-    codes), ``n_steps``/``n_rejected``/``n_newton`` per member. With
+    codes), ``n_steps``/``n_rejected``/``n_newton`` per member; ``t_stop`` (...,) the time
+    each member's run reached (its last accepted step: ``t[-1]`` on success). With
     ``Integrator(save_steps=True)`` (else length 1): ``steps_t`` (..., S + 1) the accepted
     times (first ``n_steps + 1`` valid), ``steps_x`` their states, ``steps_order`` 1
     (backward Euler) or 2 per step.
@@ -90,6 +91,7 @@ class TransientSolution:
     n_steps: jax.Array
     n_rejected: jax.Array
     n_newton: jax.Array
+    t_stop: jax.Array
     steps_t: jax.Array
     steps_x: jax.Array
     steps_order: jax.Array
@@ -189,7 +191,7 @@ def _run(problem, cfg, ls, dc_method, initial, params, x0, grid, t0):
         ys = _replayed_output(problem, cfg, ls, initial, t0, start, s, out, params, x0)
     else:
         ys = _no_gradient(out.ys, params)
-    return (ys, s.result, s.n_acc, s.n_rej, s.n_newton, s.rec_t, s.rec_x, s.rec_order)
+    return (ys, s.result, s.n_acc, s.n_rej, s.n_newton, s.t, s.rec_t, s.rec_x, s.rec_order)
 
 
 def _replayed_output(problem, cfg, ls, initial, t0, start, s, out, params, x0):
@@ -380,7 +382,5 @@ def _run_batch(problem, cfg, ls, dc_method, initial, base, values, x0, grid, t0)
 
 
 def _solution(system, grid, out, throw) -> TransientSolution:
-    ys, result, n_acc, n_rej, n_newton, rec_t, rec_x, rec_order = out
-    sol = TransientSolution(grid, ys, result, n_acc, n_rej, n_newton, rec_t, rec_x, rec_order,
-                            system)
+    sol = TransientSolution(grid, *out, system)  # `_run`'s tuple is in the fields' order
     return sol.raise_if_failed() if throw else sol

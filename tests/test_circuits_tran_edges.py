@@ -3,6 +3,7 @@ have dropped without a word, and a float32 run stopped by the time's resolution.
 names file:line, what is wrong and what to do."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import jax
@@ -12,8 +13,8 @@ import pytest
 import solvers
 from scenarios import _cli
 from scenarios._cli_report import SweepSpec
-from scenarios.circuits import (FormatError, Netlist, Resistor, Transient, read_netlist, run,
-                                simulate_circuit)
+from scenarios.circuits import (FormatError, Netlist, Resistor, Transient, build_circuit,
+                                integrator_for, read_netlist, run, simulate_circuit)
 
 RC = "* rc\nV1 in 0 PULSE(0 1 0.1m 1u 1u 1m 4m)\nR1 in out 1k\nC1 out 0 1u\n{cards}\n.end\n"
 
@@ -84,17 +85,39 @@ def test_a_transient_given_from_python_is_checked_too():
 
 
 def test_a_float32_deck_stopped_by_the_times_resolution_says_so():
-    """A 1 MHz sine from t = 1 s needs steps near float32's spacing there (1.2e-7 s); the
-    message blamed the smallest step (1e-12 s) and said to lower tmax, which cannot help."""
-    deck = ("* sine at 1 s\nV1 in 0 SIN(0 1 1meg 1)\nR1 in out 1k\nC1 out 0 1n\n"
+    """A 1 MHz sine from t = 0.5 s needs steps near float32's spacing there (6e-8 s); the
+    message blamed the smallest step (1e-12 s) and said to lower tmax, which cannot help.
+    It named the first output time (1 s) and its spacing, not where the run stopped."""
+    deck = ("* sine at 0.5 s\nV1 in 0 SIN(0 1 1meg 0.5)\nR1 in out 1k\nC1 out 0 1n\n"
             ".tran 1u 1.00001 1 0.1\n.end\n")
     with jax.enable_x64(False):
         result = simulate_circuit(deck)
     assert int(result.solution.result) == int(solvers.TRANSIENT_RESULTS.time_resolution)
+    stop = float(result.solution.t_stop)
+    assert 0.5 < stop < 0.51, stop
     text = result.message()
-    assert text.startswith("time_resolution: after t = 1 s the step fell below the resolution "
-                           "of the time there (float32: times 1.19e-07 s apart"), text
+    assert text.startswith(f"time_resolution: after t = {stop:.6g} s the step fell below the "
+                           "resolution of the time there (float32: times 5.96e-08 s apart; "
+                           "the smallest step, 1e-11 of the .tran step limit, as ngspice's "
+                           "delmin, is 1e-12 s)"), text
     assert 'jax.config.update("jax_enable_x64", True)' in text and "Lower tmax" not in text
+
+
+def test_a_deck_message_names_the_smallest_step_that_was_used():
+    """The message said the smallest step was 1e-11 of the .tran step limit though an
+    integrator given from Python had set another."""
+    deck = ("* sine at 0.5 s\nV1 in 0 SIN(0 1 1meg 0.5)\nR1 in out 1k\nC1 out 0 1n\n"
+            ".tran 1u 1.00001 1 0.1\n.end\n")
+    with jax.enable_x64(False):
+        netlist = read_netlist(deck)
+        tran = netlist.analyses[0]
+        system = solvers.System.build(build_circuit(netlist, transient=tran))
+        cfg = dataclasses.replace(integrator_for(netlist, system, tran), hmin=1e-11)
+        result = simulate_circuit(netlist, integrator=cfg)
+    assert int(result.solution.result) == int(solvers.TRANSIENT_RESULTS.time_resolution)
+    text = result.message()
+    assert ("the smallest step, given with the integrator, not a deck's 1e-11 of the .tran "
+            "step limit, is 1e-11 s)") in text, text
 
 
 def test_a_tran_command_in_a_control_block_is_refused_not_skipped(tmp_path):

@@ -1,5 +1,6 @@
 """Step control at the limits of the time's resolution: a float32 run from t = 1 s, where a
-step is a few ulps of t, ends (the old loop could reject the same step forever)."""
+step is a few ulps of t, ends (the old loop could reject the same step forever); and
+``t_stop``, the time where each member's run stopped."""
 from __future__ import annotations
 
 import jax
@@ -9,7 +10,7 @@ import pytest
 
 import simgraph as sg
 import solvers
-from test_transient import Capacitor, Node, Resistor
+from test_transient import T, Capacitor, Node, Resistor, rc
 
 T0 = 1.0  # s: in float32 an ulp of t is 1.2e-7 s, near the steps at the ramp below
 
@@ -92,7 +93,32 @@ def test_a_float32_run_at_the_times_resolution_says_so_not_hmin():
     assert 'jax.config.update("jax_enable_x64", True)' in text and "lower hmin" not in text
     with pytest.raises(RuntimeError, match="time_resolution"):
         sol.raise_if_failed()
-    assert int(_jump_run(True).result) == int(solvers.TRANSIENT_RESULTS.successful)
+    # t_stop: the last accepted time, at the jump (no later output time reached: NaN)
+    stop = np.asarray(sol.t_stop)
+    assert stop.dtype == np.float32 and stop == np.asarray(sol.steps_t)[int(sol.n_steps)]
+    assert T0 + 9e-5 < float(stop) < T0 + 2e-4 and np.isnan(np.asarray(sol.x)[1:]).all()
+    done = _jump_run(True)
+    assert int(done.result) == int(solvers.TRANSIENT_RESULTS.successful)
+    assert float(done.t_stop) == float(done.t[-1])
+
+
+@pytest.mark.parametrize("save_steps", [True, False])
+def test_t_stop_is_each_members_stop_time_with_or_without_saved_steps(save_steps):
+    """The time where a run stopped was known only from ``steps_t`` (which needs
+    save_steps) or guessed from the last finite output; ``t_stop`` holds it per member."""
+    cfg = solvers.Integrator(max_steps=40, save_steps=save_steps)
+    sol = solvers.simulate_batch(rc(), {".resistor.r": jnp.array([100.0, 5000.0])}, T,
+                                 integrator=cfg)  # the fast member runs out of steps
+    stop = np.asarray(sol.t_stop)
+    assert stop.shape == (2,) and stop[1] == T[-1]
+    assert int(sol.result[0]) == int(solvers.TRANSIENT_RESULTS.max_steps_reached)
+    last = np.flatnonzero(np.isfinite(np.asarray(sol.x)[0, :, 0]))[-1]
+    assert T[last] <= stop[0] < T[last + 1]
+    if save_steps:
+        np.testing.assert_array_equal(stop[0], np.asarray(sol.steps_t)[0, 40])
+    one = solvers.simulate(rc(r=100.0), T, integrator=cfg)
+    assert one.t_stop.shape == () and float(one.t_stop) == stop[0]
+    assert float(jax.jit(lambda s: s.t_stop)(one)) == stop[0]  # a pytree leaf
 
 
 def test_a_failure_above_the_resolution_keeps_step_too_small():

@@ -12,11 +12,10 @@ R = solvers.TRANSIENT_RESULTS
 _NAN_AFTER = "The output after that time is NaN."
 _ADVICE = {
     R.step_too_small: (
-        "after t = {t:.6g} s the step fell below the smallest, {hmin:.3g} s (a deck's is 1e-11 "
-        "of the .tran step limit, as ngspice's delmin), with Newton or the error test failing: "
-        "the circuit may jump there (a source corner with no breakpoint) or have no solution. "
-        "Lower tmax (the 4th .tran value; the smallest step goes down with it) or check the "
-        "circuit near that time. " + _NAN_AFTER),
+        "after t = {t:.6g} s the step fell below the smallest, {hmin:.3g} s ({floor}), with "
+        "Newton or the error test failing: the circuit may jump there (a source corner with no "
+        "breakpoint) or have no solution. Lower tmax (the 4th .tran value{follows}) or check "
+        "the circuit near that time. " + _NAN_AFTER),
     R.max_steps_reached: (
         "the run used all its {max_steps} steps by t = {t:.6g} s: raise tmax (the 4th .tran "
         "value) or tstep where they hold the steps small, loosen .options reltol, or shorten "
@@ -24,8 +23,8 @@ _ADVICE = {
         "system, tran, max_steps=...)). " + _NAN_AFTER),
     R.time_resolution: (
         "after t = {t:.6g} s the step fell below the resolution of the time there ({dtype}: "
-        "times {ulp:.3g} s apart; the smallest step, 1e-11 of the .tran step limit, is "
-        "{hmin:.3g} s), with Newton or the error test failing. {what} " + _NAN_AFTER),
+        "times {ulp:.3g} s apart; the smallest step, {floor}, is {hmin:.3g} s), with Newton "
+        "or the error test failing. {what} " + _NAN_AFTER),
     R.initial_point_failed: (
         "the operating point at t = 0 did not converge: check the circuit's .op, or add uic to "
         "the .tran card to start from the .ic values (0 V elsewhere) without one."),
@@ -41,22 +40,34 @@ _RESOLUTION_WHAT = {
 }
 
 
+#: The smallest step: a deck's (``integrator_for``'s, 1e-11 of ``hmax``: True) or another;
+#: and whether a lower tmax lowers it.
+_FLOOR = {
+    True: ("1e-11 of the .tran step limit, as ngspice's delmin",
+           "; the smallest step goes down with it"),
+    False: ("given with the integrator, not a deck's 1e-11 of the .tran step limit", ""),
+}
+
+
 def deck_message(solution, integrator: solvers.Integrator | None) -> str:
     """``solution.message()``, with the advice for a deck where a failure's advice names
     settings a deck cannot give (``integrator``: the deck's, from ``integrator_for``; one
-    without ``hmin``, given from Python, keeps the library's message)."""
+    without ``hmin``, given from Python, keeps the library's message). The time is where
+    the run stopped (``solution.t_stop``)."""
     code = R(int(np.asarray(solution.result)))
     if code not in _ADVICE or integrator is None or integrator.hmin is None:
         return solution.message()
-    t, dtype = _reached(solution), np.asarray(solution.t).dtype
-    text = _ADVICE[code].format(t=t, hmin=integrator.hmin, max_steps=integrator.max_steps,
-                                dtype=dtype.name, ulp=float(np.spacing(dtype.type(t))),
-                                what=_RESOLUTION_WHAT[dtype.itemsize < 8])
+    stop = np.asarray(solution.t_stop)
+    floor, follows = _FLOOR[_deck_floor(integrator)]
+    text = _ADVICE[code].format(t=float(stop), hmin=integrator.hmin,
+                                max_steps=integrator.max_steps, dtype=stop.dtype.name,
+                                ulp=float(np.spacing(stop)), floor=floor, follows=follows,
+                                what=_RESOLUTION_WHAT[stop.dtype.itemsize < 8])
     return f"{code.name}: {text}"
 
 
-def _reached(solution) -> float:
-    """The last output time with a finite state (the start time if none)."""
-    times = np.asarray(solution.t)
-    ok = np.all(np.isfinite(np.asarray(solution.x)), axis=-1)
-    return float(times[ok][-1]) if ok.any() else float(times[0])
+def _deck_floor(integrator: solvers.Integrator) -> bool:
+    """Whether ``hmin`` is a deck's: ``MIN_STEP_FRACTION`` of ``hmax`` (``integrator_for``)."""
+    from ._transient import MIN_STEP_FRACTION  # that module imports this one
+    return bool(np.isclose(integrator.hmin, MIN_STEP_FRACTION * integrator.hmax, rtol=1e-9,
+                           atol=0.0))

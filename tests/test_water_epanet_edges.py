@@ -7,6 +7,8 @@ toolkit API, ACCURACY 1e-8, TRIALS 500, duration 0), in m and m3/s, as in tests/
 """
 from __future__ import annotations
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -184,3 +186,92 @@ def test_numbers_too_large_are_a_format_error(extra, problem) -> None:
     1-point pump curve at 1e308 L/s (q1 ** C in EPANET's fit)."""
     with pytest.raises(FormatError, match=rf"<string>:\d+: {problem}"):
         read_inp(SI_PSI.format(pressure="METERS").replace("[END]", extra + "\n[END]"))
+
+
+CLOSED_JOIN = """
+[JUNCTIONS]
+J1  0  10
+J2  0  5
+[RESERVOIRS]
+R1  60
+[PIPES]
+P1  R1  J1  500  200  100
+P2  J1  J2  500  200  100  0  CLOSED
+[CONTROLS]
+LINK P2 OPEN IF NODE J1 BELOW 100
+[OPTIONS]
+Units LPS
+[END]
+"""
+
+
+def _disconnected(record) -> list:
+    return [str(w.message) for w in record if "system disconnected" in str(w.message)]
+
+
+def test_a_link_closed_in_the_file_joins_its_junction_for_a_control_to_open() -> None:
+    """J2 hangs on P2, CLOSED in the file; the control opens P2 in the t = 0 solve, as EPANET
+    and simulate_eps do. The snapshot counted only links open at t = 0 and refused J2."""
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        result = build_water(read_inp(CLOSED_JOIN)).solve()
+        eps = simulate_eps(read_inp(CLOSED_JOIN), duration=3600)
+    assert result.status("P2") == 1 and eps.status["P2"][0] == 1
+    for node in ("J1", "J2"):
+        assert result.head(node) == pytest.approx(eps.heads[node][0], abs=1e-9), node
+    assert result.flow("P2") == pytest.approx(0.005, abs=1e-12)
+    assert result.head("J2") == pytest.approx(58.7318711721, abs=1e-6) and not _disconnected(record)
+
+
+def test_a_demand_junction_that_only_a_closed_link_joins_is_named_not_refused() -> None:
+    """Without the control, J2's 5 L/s pass closed P2 (dh = CBIG q: -5.4e6 m at J2), as in
+    EPANET, which warns that the system is disconnected; so do the snapshot, the
+    extended-period run and a sweep (the build refused the network). No demand, no warning."""
+    text = CLOSED_JOIN.replace("LINK P2 OPEN IF NODE J1 BELOW 100", "")
+    with pytest.warns(RuntimeWarning, match=r"system disconnected at t = 0 \(0:00:00\): "
+                                            r"junction\(s\) 'J2' with demand"):
+        result = build_water(read_inp(text)).solve()
+    assert result.status("P2") == 0 and result.flow("P2") == 0.0 and result.head("J2") < -5e6
+    with pytest.warns(RuntimeWarning, match=r"at t = 0 s \(0:00:00\): junction\(s\) 'J2'"):
+        simulate_eps(read_inp(text), duration=3600)
+    with pytest.warns(RuntimeWarning, match=r"in sweep member\(s\) 0, 1: junction\(s\) 'J2'"):
+        build_water(read_inp(text)).sweep([1.0, 2.0])
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        idle = build_water(read_inp(text.replace("J2  0  5", "J2  0  0"))).solve()
+    assert idle.head("J2") == pytest.approx(idle.head("J1"), abs=1e-9) and not _disconnected(record)
+
+
+def _edited(kind: str, model) -> None:
+    """One user edit to a built graph of PRESSURE_CONTROL (plus P6, closed in the file)."""
+    g = model.graph
+    if kind == "speed":
+        g.pumps["PU1"].speed = 0.8
+    elif kind == "roughness":
+        g.pipes["P1"].roughness = 80.0
+    elif kind == "demand":
+        g.junctions["J2"].demand = 0.01
+    else:
+        g.pipes["P6"].status = 1.0
+
+
+FILE_EDITS = {"speed": ("PU1  R1  J3  HEAD C1", "PU1  R1  J3  HEAD C1  SPEED 0.8"),
+              "roughness": ("P1  R1  J1  500  200  100", "P1  R1  J1  500  200  80"),
+              "demand": ("J2  0  5", "J2  0  10"),
+              "status": ("P6  J1  J3  500  100  100  0  CLOSED", "P6  J1  J3  500  100  100")}
+
+
+@pytest.mark.parametrize("kind", list(FILE_EDITS))
+def test_edits_to_the_graph_hold_when_a_control_re_solves(kind) -> None:
+    """The control closes P4, so the snapshot is solved again: the graph edited after the
+    build must solve as the file with the same change. The re-solve rebuilt every open pump
+    at the file's speed (PU1 0.03662 m3/s at speed 1 instead of 0.03187 at 0.8) and every
+    link at the file's status."""
+    base = PRESSURE_CONTROL.replace("[PUMPS]", "P6  J1  J3  500  100  100  0  CLOSED\n[PUMPS]")
+    old, new = FILE_EDITS[kind]
+    model = build_water(read_inp(base))
+    _edited(kind, model)
+    result, reference = model.solve(), build_water(read_inp(base.replace(old, new))).solve()
+    assert result.status("P4") == 0 and reference.status("P4") == 0  # the control fired
+    _check(result, reference.heads(), reference.flows(), dh=1e-9, dq=1e-12)
+    assert result.to_json()["status"] == reference.to_json()["status"]

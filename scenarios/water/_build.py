@@ -96,16 +96,17 @@ def _pump(p: PumpData, nodes: dict, hyd: Hydraulics, consts: WaterConstants, rat
 
 
 def check_islands(network: WaterNetwork) -> None:
-    """Raise ``IslandError`` naming the junctions not connected (through links open at t = 0)
-    to any reservoir or tank: their heads would be undefined."""
-    links = [link for link in (*network.pipes, *network.pumps) if is_open(link)]
+    """Raise ``IslandError`` naming the junctions that no link at all joins to a reservoir or
+    tank: their heads are undefined. A closed link counts (EPANET keeps it with ``dh = CBIG
+    q``, and a control may open it); the demand junctions that only closed links join to a
+    supply get a RuntimeWarning when solved (``_disconnected.py``)."""
+    links = [(link.start, link.end) for link in (*network.pipes, *network.pumps)]
     fixed = [r.name for r in network.reservoirs] + [t.name for t in network.tanks]
-    islands = islands_without_reference(network.node_names,
-                                        [(link.start, link.end) for link in links], fixed)
+    islands = islands_without_reference(network.node_names, links, fixed)
     if islands:
         names = [n for island in islands for n in island]
         raise IslandError(
-            f"network {network.title!r}: junction(s) {shown(names)} are not connected to any "
-            f"reservoir or tank through links open at t = 0 ({len(islands)} island(s)), so "
-            "their heads are undefined. Open a link that joins them to the rest of the network, "
-            "or add a reservoir or tank to each island.", tuple(names))
+            f"network {network.title!r}: junction(s) {shown(names)} are not linked (by any "
+            f"link, open or closed) to any reservoir or tank ({len(islands)} island(s)), so "
+            "their heads are undefined. Add a link that joins them to the rest of the "
+            "network, or a reservoir or tank to each island.", tuple(names))

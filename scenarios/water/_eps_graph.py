@@ -14,8 +14,7 @@ import numpy as np
 import solvers
 
 from .._network_solve import method_for
-from .._islands import IslandError, islands_without_reference, shown
-from ._build import _pump, build_nodes, check_headloss
+from ._build import _pump, build_nodes, check_headloss, check_islands
 from ._constants import resolve_constants
 from ._closed import CBIG, SwitchedPipe, closed_resistance, switched
 from ._elements import WaterGraph
@@ -37,26 +36,13 @@ class StepValues:
     pump_speeds: np.ndarray
 
 
-def _check_islands(network: WaterNetwork) -> None:
-    """Raise ``IslandError`` for junctions that no link at all (open or closed: a closed link
-    conducts ``1 / CBIG``, as in EPANET) joins to a reservoir or tank."""
-    links = [(link.start, link.end) for link in (*network.pipes, *network.pumps)]
-    fixed = [r.name for r in network.reservoirs] + [t.name for t in network.tanks]
-    islands = islands_without_reference(network.node_names, links, fixed)
-    if islands:
-        names = [n for island in islands for n in island]
-        raise IslandError(f"network {network.title!r}: junction(s) {shown(names)} are not "
-                          "linked to any reservoir or tank, so their heads are undefined. "
-                          "Add a link to the rest of the network.", tuple(names))
-
-
 class EPSGraph:
     """The all-links graph of ``network``, lowered once, solved at one hydraulic time by
     :meth:`solve` (warm-started from the previous solution)."""
 
     def __init__(self, network: WaterNetwork, method, constants="epanet"):
         check_headloss(network)
-        _check_islands(network)
+        check_islands(network)
         self.network, self.consts = network, resolve_constants(network, constants)
         self.ratio = network.units.epanet_flow_ratio
         self.graph = self._graph()

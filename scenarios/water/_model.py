@@ -12,9 +12,10 @@ from .._network_solve import NetworkMethod, sweep_graph
 from .._tables import NamedTables, SweepTables
 from ._build import build_graph
 from ._constants import WaterConstants
+from ._disconnected import warn_disconnected
 from ._elements import WaterGraph
 from ._inp_types import WaterNetwork
-from ._snapshot_status import snapshot_state, solve_snapshot, tank_limited
+from ._snapshot_status import cut_off, snapshot_state, solve_snapshot, tank_limited
 from ._tables import link_frame, node_frame
 
 
@@ -71,6 +72,12 @@ class WaterModel:
                              values, progress)
         sweep = WaterSweep(self, solved, parameter, values)
         _warn_status([f"member {i}: {p}" for i, m in enumerate(sweep) for p in m.status_problems()])
+        cut = {i: m.disconnected() for i, m in enumerate(sweep)}
+        if any(cut.values()):
+            members = [str(i) for i, names in cut.items() if names]
+            warn_disconnected(sorted({n for names in cut.values() for n in names}),
+                              f"in sweep member(s) {', '.join(members[:5])}"
+                              + (" ..." if len(members) > 5 else ""), stacklevel=2)
         return sweep
 
 
@@ -151,10 +158,19 @@ class WaterResult(NamedTables, AbstractMemberResult):
         problems = [f"reverse flow {self.flow(name):.3g} m3/s in {name!r}" for name in checked
                     if self.flow(name) < 0.0]
         if net.tanks:
-            full = tank_limited(snapshot_state(net), self.solved.graph, self._value)
+            full = tank_limited(snapshot_state(net, self.solved.graph, self._value),
+                                self.solved.graph, self._value)
             problems += [f"flow {self.flow(name):.3g} m3/s into a full or out of an empty "
                          f"tank in {name!r}" for name in full]
         return problems
+
+    def disconnected(self) -> list:
+        """The junctions with demand that no open link joins to a reservoir or tank (closed
+        links cut them off; their heads are meaningless): EPANET's "System disconnected"."""
+        net = self.model.network
+        flowing = [link.name in self._links and link.name not in self.closed
+                   for link in (*net.pipes, *net.pumps)]
+        return cut_off(net, self.solved.graph, np.asarray(flowing, bool), self._value)
 
     def status(self, link: str) -> int:
         """1 if the link is open in the solve, 0 if closed at t = 0 or by a status check."""

@@ -146,13 +146,11 @@ def _assert_numbered_globally(part):
     """A process's gather=False summary names its members by their numbers in the batch."""
     first, last = int(part["members"][0]), int(part["members"][-1])
     summary, failed = str(part["summary"]), part["result"] != 0
-    if first:
-        assert f"(members {first} to {last} of the batch)" in summary, summary
+    assert f"(members {first} to {last} of the batch)" in summary, summary  # process 0 too
     if failed.any():
         norms = np.where(np.isfinite(part["residual_norm"]), part["residual_norm"], np.inf)
         row = int(np.argmax(np.where(failed, norms, -1.0)))
-        named = f"{first + row} (row {row} here)" if first else f"{row}"
-        assert f"worst: member {named}: " in summary, summary
+        assert f"worst: member {first + row} (row {row} here): " in summary, summary
 
 
 def test_four_processes_equal_one_process(tmp_path, references, compile_cache):

@@ -131,7 +131,9 @@ def test_fuzz_what_save_writes_load_reads_back_equal(tmp_path, items, meta):
     (["a", "b"], None, "<root>.items[0]", "store strings as static fields"),
     ({"k": "x"}, None, "<root>.items['k']", "store strings as static fields"),
     ([b"x"], None, "<root>.items[0]", "a bytes in a data field"),
-    (np.array([1, "a"], dtype=object), None, "<root>.items", "dtype object, which is not numeric"),
+    # (one set directly on the field is refused where it is set: test_graph_identity)
+    ([np.array([1, "a"], dtype=object)], None, "<root>.items[0]",
+     "dtype object, which is not numeric"),
     (np.array(["ab"]), None, "<root>.items", "convert it to a numeric array"),
     (np.array(["2020-01-01"], "datetime64[D]"), None, "<root>.items", "dtype datetime64[D]"),
     (np.zeros(2, dtype=[("a", "f8")]), None, "<root>.items", "not numeric"),

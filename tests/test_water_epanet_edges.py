@@ -136,7 +136,8 @@ def test_control_on_junction_pressure_acts_in_the_snapshot() -> None:
            {"P4": -0.013592126632825916}, dh=1e-9, dq=1e-12)  # the control does not fire
 
 
-SI_PSI = """
+#: A reservoir feeding J1, and J2 beyond it (the pipes from J1 on follow).
+R1_J1_J2 = """
 [JUNCTIONS]
 J1  0  10
 J2  0  5
@@ -144,7 +145,9 @@ J2  0  5
 R1  60
 [PIPES]
 P1  R1  J1  500  200  100
-P2  J1  J2  500  200  100
+"""
+
+SI_PSI = R1_J1_J2 + """P2  J1  J2  500  200  100
 P3  R1  J2  800  200  100
 [CONTROLS]
 LINK P3 CLOSED IF NODE J1 ABOVE 70
@@ -188,15 +191,7 @@ def test_numbers_too_large_are_a_format_error(extra, problem) -> None:
         read_inp(SI_PSI.format(pressure="METERS").replace("[END]", extra + "\n[END]"))
 
 
-CLOSED_JOIN = """
-[JUNCTIONS]
-J1  0  10
-J2  0  5
-[RESERVOIRS]
-R1  60
-[PIPES]
-P1  R1  J1  500  200  100
-P2  J1  J2  500  200  100  0  CLOSED
+CLOSED_JOIN = R1_J1_J2 + """P2  J1  J2  500  200  100  0  CLOSED
 [CONTROLS]
 LINK P2 OPEN IF NODE J1 BELOW 100
 [OPTIONS]

@@ -1,10 +1,13 @@
 """Places where a node would sit outside the graph, kept as the original object by every
 transform: a static value or a dict key (structure, not data), or a container JAX does not
-flatten (a list/tuple/dict subclass, a set: one leaf). ``_node`` and ``_walk`` refuse them."""
+flatten (a list/tuple/dict subclass, a set, a numpy array of dtype object: one leaf). ``_node``
+and ``_walk`` refuse them."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 _MAX_DEPTH = 64
 _OPAQUE = (list, tuple, dict, set, frozenset)  # a leaf of these types is a subclass, or a set
@@ -21,17 +24,24 @@ def holds_node(value: Any, base: type, depth: int = 0) -> bool:
 
 def hiding(leaves: list, types: set, base: type) -> Any:
     """The first of a container's ``leaves`` (of ``types``) that hides nodes, or None."""
-    if not any(issubclass(t, _OPAQUE) for t in types):
+    if not any(issubclass(t, (*_OPAQUE, np.ndarray)) for t in types):
         return None
     return next((x for x in leaves if hides_nodes(x, base)), None)
 
 
 def hides_nodes(leaf: Any, base: type, depth: int = 0) -> bool:
-    """Whether ``leaf``, a leaf to JAX, is a list/tuple/dict subclass or a set that holds
-    nodes (at any depth of such containers)."""
-    if depth > _MAX_DEPTH or not isinstance(leaf, _OPAQUE):
+    """Whether ``leaf``, a leaf to JAX, is a list/tuple/dict subclass, a set or an object
+    array that holds nodes (at any depth of such containers)."""
+    if depth > _MAX_DEPTH:
         return False
-    items = leaf.values() if isinstance(leaf, dict) else leaf
+    if isinstance(leaf, np.ndarray):
+        if not leaf.dtype.hasobject:
+            return False
+        items = leaf.reshape(-1).tolist()
+    elif isinstance(leaf, _OPAQUE):
+        items = leaf.values() if isinstance(leaf, dict) else leaf
+    else:
+        return False
     return any(isinstance(v, base) or hides_nodes(v, base, depth + 1) for v in items)
 
 
@@ -40,8 +50,13 @@ NODE_KEYS = ("a dict is keyed by nodes, but keys are structure, not part of the 
              "by a name (e.g. a str), or hold (node, value) pairs in a list.")
 
 
-def hidden_message(kind: str) -> str:
-    """Why a ``kind`` (a leaf to JAX) holding nodes is refused, and what to use instead."""
+def hidden_message(leaf: Any) -> str:
+    """Why ``leaf`` (a leaf to JAX) holding nodes is refused, and what to use instead."""
+    if isinstance(leaf, np.ndarray):
+        return ("a numpy array of dtype object holds nodes, but JAX takes the array as one "
+                "opaque leaf, so transforms would leave the nodes out of the graph. Hold them "
+                "in a list (`list(array)`), which keeps their references shared.")
+    kind = type(leaf).__name__
     return (f"a {kind} holds nodes, but JAX does not flatten a {kind} (it is not a registered "
             "pytree), so transforms would leave them out of the graph. Use a plain list, tuple "
             "or dict, or register the type with jax.tree_util.register_pytree_node.")

@@ -290,10 +290,10 @@ def _container(value, index, nodes, children, base):
             return spec
     leaves, treedef = _flatten_container(value, base)
     types = set(map(type, leaves))
+    hiding = _outside.hiding(leaves, types, base)  # beside the nodes JAX sees, too
+    if hiding is not None:
+        raise _Refused(_outside.hidden_message(hiding))
     if not any(issubclass(t, base) for t in types):
-        hiding = _outside.hiding(leaves, types, base)
-        if hiding is not None:
-            raise _Refused(_outside.hidden_message(type(hiding).__name__))
         children.append(value)
         return CHILD
     ids = [_reference_id(leaf, index, nodes) if isinstance(leaf, base) else None for leaf in leaves]

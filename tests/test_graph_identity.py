@@ -233,10 +233,12 @@ class _Elements(list):
 
 
 @pytest.mark.parametrize("make", [lambda p: _Elements([p, 1.0]), lambda p: {p},
-                                  lambda p: [1.0, (frozenset([p]),)]])
+                                  lambda p: [1.0, (frozenset([p]),)],
+                                  lambda p: [p, _Elements([p])], lambda p: (p, {"k": {p}})])
 def test_nodes_inside_a_container_jax_does_not_flatten_are_refused(make):
     # The nodes were left out of the graph: sg.nodes missed them and tree_map kept the
-    # originals, or applied f to the whole container (x * 2 doubled the list).
+    # originals, or applied f to the whole container (x * 2 doubled the list); beside a
+    # node JAX does flatten, the hidden one was not even looked for.
     class Holder(sg.ReffableTreeNode):
         table: object
 
@@ -347,3 +349,22 @@ def test_a_numpy_object_array_is_refused_where_it_is_set(holds_nodes):
         holder.table = table
     assert holder.table == [p, p]  # the refused assignment changed nothing
     assert Holder(np.zeros(2)).table.shape == (2,)  # numeric arrays are data, as before
+
+
+@pytest.mark.parametrize("make", [lambda t: [t], lambda t: {"rows": (1.0, t)},
+                                  lambda t: [t[0], t]])
+def test_a_numpy_object_array_of_nodes_inside_a_container_is_refused_by_the_walk(make):
+    # Set directly, the array is refused at construction; nested in a list or dict it was one
+    # opaque leaf to the walk: sg.nodes missed the nodes and tree_map kept the originals.
+    class Holder(sg.ReffableTreeNode):
+        table: object
+
+    table = np.empty(2, dtype=object)
+    table[:] = [GradientProvider(jnp.asarray(1.0)), GradientProvider(jnp.asarray(2.0))]
+    bad = sg.Bundle(make_system(2, 1), Holder(make(table)))
+    for call in (lambda: sg.nodes(bad), lambda: jax.tree.map(lambda x: x, bad)):
+        with pytest.raises(sg.GraphTypeError, match=r"\.items\[1\]\.table: a numpy array of "
+                           r"dtype object holds nodes.*list\(array\)"):
+            call()
+    strings = np.array(["a", 1.0], dtype=object)  # no nodes: a leaf to the walk, as before
+    assert len(sg.nodes(sg.Bundle(Holder([strings])))) == 2

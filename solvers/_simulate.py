@@ -109,12 +109,16 @@ class TransientSolution:
         return self.x[..., self.lowered.locate(where)]
 
     def message(self, index=None) -> str:
-        """How one member's run ended (``index`` into the batch; None if unbatched)."""
+        """How one member's run ended (``index`` into the batch; None if unbatched), with
+        the time it stopped at when it stopped early."""
         codes = np.asarray(self.result)
-        member = TRANSIENT_RESULTS(int(codes[_as_index(index, codes.shape, "TransientSolution",
-                                                       _PICK)]))
+        pick = _as_index(index, codes.shape, "TransientSolution", _PICK)
+        member = TRANSIENT_RESULTS(int(codes[pick]))
         where = "" if index is None else f"member {index}: "
-        return f"{where}{member.name}: {member.message}"
+        early = member not in (TRANSIENT_RESULTS.successful,
+                               TRANSIENT_RESULTS.initial_point_failed)
+        at = f" at t = {float(np.asarray(self.t_stop)[pick]):.9g}" if early else ""
+        return f"{where}{member.name}{at}: {member.message}"
 
     def raise_if_failed(self) -> "TransientSolution":
         failed = np.flatnonzero(np.asarray(self.result).reshape(-1))

@@ -18,20 +18,25 @@ T0 = 1.0  # s: in float32 an ulp of t is 1.2e-7 s, near the steps at the ramp be
 
 
 class Ramp(sg.ReffableTreeNode):
-    """0 V, then a 10 us ramp to 1 V from T0 + 0.1 ms."""
+    """0 V, then a ramp to 1 V over ``rise`` seconds from T0 + 0.1 ms; its corners declared
+    as breakpoints unless ``declared`` is False (a jump the integrator must find itself)."""
 
     a: Node
     clock: solvers.Clock
     i: jax.Array = sg.unknown(default=0.0)
+    rise: float = sg.static(default=1e-5)
+    declared: bool = sg.static(default=True)
 
     def residual(self):
-        return self.a.v - jnp.clip((self.clock.t - (T0 + 1e-4)) / 1e-5, 0.0, 1.0)
+        return self.a.v - jnp.clip((self.clock.t - (T0 + 1e-4)) / self.rise, 0.0, 1.0)
 
     def contributions(self):
         return ((self.a, self.i),)
 
     def next_breakpoint(self, t):
-        corners = jnp.asarray([T0 + 1e-4, T0 + 1.1e-4], jnp.result_type(t))
+        if not self.declared:
+            return jnp.asarray(jnp.inf, jnp.result_type(t))
+        corners = jnp.asarray([T0 + 1e-4, T0 + 1e-4 + self.rise], jnp.result_type(t))
         return jnp.min(jnp.where(corners > t, corners, jnp.inf))
 
 
@@ -62,24 +67,11 @@ def test_a_step_of_a_few_ulps_of_t_is_rejected_until_it_ends():
                                    (ramp(x) - ramp(x - 1e-5)) / 1e-5, atol=5e-3)
 
 
-class Jump(sg.ReffableTreeNode):
-    """0 V, then a 1 ns ramp to 1 V at T0 + 0.1 ms with no breakpoint declared."""
-
-    a: Node
-    clock: solvers.Clock
-    i: jax.Array = sg.unknown(default=0.0)
-
-    def residual(self):
-        return self.a.v - jnp.clip((self.clock.t - (T0 + 1e-4)) / 1e-9, 0.0, 1.0)
-
-    def contributions(self):
-        return ((self.a, self.i),)
-
-
 def _jump_run(x64: bool):
     with jax.enable_x64(x64):
         a, out = Node(), Node()
-        graph = RC(Jump(a, solvers.Clock()), Resistor(a, out, 1e3), Capacitor(out, 1e-6))
+        jump = Ramp(a, solvers.Clock(), rise=1e-9, declared=False)  # 1 ns, undeclared
+        graph = RC(jump, Resistor(a, out, 1e3), Capacitor(out, 1e-6))
         t = (T0 + np.linspace(0.0, 3e-3, 7)).astype(np.float64 if x64 else np.float32)
         return solvers.simulate(graph, t, integrator=solvers.Integrator(rtol=1e-4, atol=1e-6,
                                                                         max_steps=2000))
@@ -128,7 +120,8 @@ def test_a_failure_above_the_resolution_keeps_step_too_small():
     """An hmin well above the spacing of t (and a step that cannot succeed) still blames hmin."""
     with jax.enable_x64(True):
         a, out = Node(), Node()
-        graph = RC(Jump(a, solvers.Clock()), Resistor(a, out, 1e3), Capacitor(out, 1e-6))
+        jump = Ramp(a, solvers.Clock(), rise=1e-9, declared=False)  # 1 ns, undeclared
+        graph = RC(jump, Resistor(a, out, 1e3), Capacitor(out, 1e-6))
         t = T0 + np.linspace(0.0, 3e-3, 7)
         sol = solvers.simulate(graph, t, integrator=solvers.Integrator(
             rtol=1e-6, atol=1e-9, hmin=1e-6, hmax=1e-4, newton_steps=1, max_steps=2000))

@@ -51,7 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--sweep", metavar="PARAM=START:STOP:COUNT",
                      help="solve for COUNT evenly spaced values of PARAM in batched solves")
     run.add_argument("--plot", metavar="FILE.png", help="write a plot (needs matplotlib)")
-    run.add_argument("--json", metavar="FILE", help="write the solution as JSON")
+    run.add_argument("--json", metavar="FILE", help="write the solution as JSON (strict: "
+                     "null where a value is NaN or infinite)")
     run.add_argument("--csv", metavar="DIR", help="write the result tables as CSV files into "
                      "DIR, one per table (needs pandas)")
     run.add_argument("--flat-start", action="store_true",

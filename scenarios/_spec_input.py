@@ -53,6 +53,13 @@ def parse_json(name: str, text: str, kind: str) -> Any:
         raise FormatError(name, _second_line(text, err.key), f"the key {err.key!r} appears "
                           "twice in one object (JSON would keep only the last)",
                           "give each entry its own name") from None
+    except RecursionError:
+        raise FormatError(name, None, "invalid JSON (arrays or objects nested too deep to "
+                          "read)", f"a {kind} file is one JSON object of named sections, "
+                          "nested a few levels") from None
+    except ValueError as err:  # an integer of more digits than Python converts (4300)
+        raise FormatError(name, None, f"invalid JSON ({str(err).split(';')[0]})",
+                          "write long numbers in exponent form (1e400)") from None
 
 
 class Spec:

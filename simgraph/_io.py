@@ -241,8 +241,12 @@ def _read(path) -> tuple[dict, Any]:
 
 
 def _starts_like_zip(path) -> bool:
-    with open(path, "rb") as f:
-        return f.read(4) == b"PK\x03\x04"
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PK\x03\x04"
+    except OSError as e:  # exists but cannot be opened: no permission, a socket, ...
+        raise GraphFileError(f"{path}: cannot be read ({e.strerror or e}); check the path and "
+                             "its permissions.") from None
 
 
 def _entry(data, key: str) -> np.ndarray:

@@ -152,6 +152,10 @@ ERRORS = [
     (HEAD + BUS + GEN + BRANCH.replace("0.01 0.1", "0 0"), 12, "branch 1-2: the impedance"),
     (HEAD + BUS + GEN + BRANCH.replace("0.01 0.1", "0 1e-300"), 12, "too small to compute"),
     (HEAD + BUS + GEN + BRANCH.replace("0.01 0.1", "0 1e300"), 12, "too large to compute"),
+    # a negative tap (a sign slip) failed Newton from every start without saying why
+    (HEAD + BUS + GEN + BRANCH.replace("0 0 0 0 0 0 1 -360", "0 0 0 0 -0.98 0 1 -360"), 12,
+     "branch 1-2: the tap ratio -0.98 is negative (TAP, column 9). Give the turns ratio as a "
+     "positive number (0.98)"),
     # a set point VG <= 0 ran Newton 3000 steps to 'max_steps_reached'
     (HEAD + BUS + GEN.replace("100 -100 1 100", "100 -100 0 100") + BRANCH, 9, "has VG = 0"),
     (HEAD + BUS + "mpc.gen = [\n 1 0 0 100 -100 1 100 1 200 0;\n 1 0 0 100 -100 -1 100 1 200 0;"
@@ -248,6 +252,7 @@ JSON_EDITS = [   # (what to change in case9.json, words of the error)
     (("buses", 1, "Vset", None), ".buses[1].Vset: a PV bus needs Vset"),   # was a ValueError
     (("buses", 0, "Vset", 0.0), ".buses[0].Vset: the voltage set point must be positive"),
     (("branches", 1, "x", 0.0), ".branches[1]: the impedance"),              # r = 0 already
+    (("branches", 1, "tap", -1.0), ".branches[1].tap: the tap ratio -1 is negative"),
     (("generators", 0, "bus", 99), ".generators[0].bus: unknown bus 99"),
 ]
 

@@ -121,6 +121,18 @@ def impedance_problem(r: float, x: float) -> tuple[str, str] | None:
             "or take it out of service")
 
 
+def tap_problem(tap: float) -> tuple[str, str] | None:
+    """``(problem, hint)`` when a branch's (finite) off-nominal turns ratio is negative; None
+    when it is usable (0 means 1.0 in MATPOWER, handled by the readers). A negative ratio
+    is a sign slip far more often than a phase reversal, and no start of Newton's converges
+    from it."""
+    if tap >= 0.0:
+        return None
+    return (f"the tap ratio {tap:g} is negative",
+            f"give the turns ratio as a positive number ({-tap:g}); a phase reversal is the "
+            "ratio with 180 degrees added to the shift angle")
+
+
 def _column(items: tuple, field: str) -> np.ndarray:
     values = [getattr(item, field) for item in items]
     if any(v is None or isinstance(v, float) for v in values):

@@ -15,7 +15,8 @@ from typing import Any
 
 from .._errors import FormatError
 from .._spec_input import parse_json
-from ._case import BUS_TYPES, Branch, Bus, Generator, PowerCase, impedance_problem
+from ._case import (BUS_TYPES, Branch, Bus, Generator, PowerCase, impedance_problem,
+                    tap_problem)
 
 __all__ = ["read_case_json"]
 
@@ -134,11 +135,17 @@ class _Reader:
         if tap == 0.0:
             raise self.fail(f"{where}.tap", "tap is 0", "give the off-nominal ratio (1.0 for "
                             "a line)")
+        bad = tap_problem(tap)
+        if bad is not None:
+            raise self.fail(f"{where}.tap", *bad)
         bad = impedance_problem(r, x)
         if bad is not None:
             raise self.fail(where, bad[0], bad[1])
         transformer = br.get("is_transformer", tap != 1.0 or shift != 0.0)
-        return Branch(k, *ends, *rows, r, x, b, tap, shift, bool(transformer))
+        if not isinstance(transformer, bool):
+            raise self.fail(f"{where}.is_transformer", "expected true or false, got "
+                            f"{_shown(transformer)}")
+        return Branch(k, *ends, *rows, r, x, b, tap, shift, transformer)
 
     def generator(self, g: int, gen: Any, index: dict) -> Generator:
         where = f".generators[{g}]"

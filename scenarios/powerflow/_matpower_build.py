@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._errors import FormatError
-from ._case import Branch, Bus, Generator, PowerCase, impedance_problem
+from ._case import Branch, Bus, Generator, PowerCase, impedance_problem, tap_problem
 
 __all__ = ["Table", "build_case"]
 
@@ -197,6 +197,7 @@ class _Builder:
             self.notes.append(f"dropped {int(at_isolated.sum())} branch(es) at isolated buses")
         keep = on & ~at_isolated
         self._check_impedance(branch, keep)
+        self._check_taps(branch, keep)
         d, index = d[keep], new_index[end_rows[keep]]
         tap, shift = d[:, 8], d[:, 9]
         columns = [_ints(d[:, 0]), _ints(d[:, 1]), index[:, 0].tolist(), index[:, 1].tolist(),
@@ -215,6 +216,15 @@ class _Builder:
             ends = "-".join(map(str, _ints(branch.data[k, :2])))
             raise self.error(int(branch.lines[k]), f"branch {ends}: {problem}",
                              hint.replace("out of service", "out of service (column 11 = 0)"))
+
+    def _check_taps(self, branch: Table, keep: np.ndarray) -> None:
+        """Refuse an in-service branch whose tap ratio (column 9) is negative."""
+        tap = branch.data[:, 8]
+        for k in np.flatnonzero(keep & (tap < 0.0))[:1].tolist():
+            problem, hint = tap_problem(float(tap[k]))
+            ends = "-".join(map(str, _ints(branch.data[k, :2])))
+            raise self.error(int(branch.lines[k]), f"branch {ends}: {problem} (TAP, column 9)",
+                             hint)
 
     def _explain_branch_ends(self, branch: Table, known: set) -> None:
         for line, row in branch.rows(2):

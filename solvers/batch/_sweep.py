@@ -107,7 +107,7 @@ def sweep_flat(problem: Any, method: Any, x0: Any, params: Any, params_axes: Any
     store = None if results_dir is None else SweepStore(
         results_dir, size, plan.chunk, fingerprint, about).open()
     solver = ChunkSolver(problem, method, x0, params, axes, chunk=plan.chunk)
-    results = _finished(store, plan, plan.owned(pid))
+    results = _finished(store, plan, plan.owned(pid), solver)
     pending = [k for k in plan.owned(pid) if k not in results]
     # progress=False everywhere: no meter, and no collective per step to count members
     meter = _Meter(progress, size) if _counting(progress) else None
@@ -143,21 +143,34 @@ def _counting(progress: Any) -> bool:
     return bool(all_counts(int(wanted)).max())
 
 
-def _finished(store: Optional[SweepStore], plan: ChunkPlan, chunks: range) -> dict:
-    """The chunks of ``chunks`` already in the results directory (read back)."""
+def _finished(store: Optional[SweepStore], plan: ChunkPlan, chunks: range,
+              solver: ChunkSolver) -> dict:
+    """The chunks of ``chunks`` already in the results directory (read back); a chunk whose
+    arrays are not this sweep's solution (shapes, dtypes) is left to be solved again."""
     if store is None:
         return {}
-    found = {}
+    found, like = {}, solver.empty()
     for k in chunks:
         start, stop = plan.bounds(k)
         data = store.load(start, stop)
-        if data is not None and all(f in data and len(data[f]) == stop - start for f in FIELDS):
+        if data is None:
+            continue
+        if all(_fits(data.get(f), like[f], stop - start) for f in FIELDS):
             found[k] = {f: data[f] for f in FIELDS}
+        else:
+            log.warning("%s holds arrays of other shapes or dtypes than this sweep's "
+                        "solution: solving it again", store.chunk_path(start, stop))
     if found:
         log.info("process %d: skipped %d finished chunk(s) of %d found in %s (chunks %s)",
                  jax.process_index(), len(found), len(chunks), store.directory,
                  ", ".join(map(str, sorted(found))))
     return found
+
+
+def _fits(saved: Optional[np.ndarray], like: np.ndarray, members: int) -> bool:
+    """Whether ``saved`` is ``members`` rows shaped and typed as ``like``'s (zero rows)."""
+    return (saved is not None and saved.dtype == like.dtype
+            and saved.shape == (members,) + like.shape[1:])
 
 
 def _count(meter: Optional["_Meter"], plan: ChunkPlan, results: dict) -> None:

@@ -2,7 +2,7 @@
 
 Sharing, cycles, dtypes and static data survive: arrays of ml_dtypes types (bfloat16,
 float8_*, int4, ...), which ``.npy`` cannot describe, are stored as their raw bits (unsigned
-integers of the same width) with the dtype's name, and only names in ``_NAMED_DTYPES`` are
+integers of the same width) with the dtype's name, and only names in ``NAMED_DTYPES`` are
 read back. No pickle is used, in either direction, and loading never runs code named by the
 file: classes are recorded by ``module:qualname`` and found again only among the node
 classes already defined in this process (or in ``classes=``).
@@ -23,11 +23,11 @@ import zipfile
 from typing import Any
 
 import jax
-import ml_dtypes
 import numpy as np
 
 from . import _registry, _tables
 from ._errors import GraphFileError, GraphTypeError, at
+from ._named_dtypes import NAMED_DTYPES, bits, dtype_name
 from ._node import ReffableTreeNode, check_fields
 from ._query import require_node
 
@@ -37,26 +37,6 @@ FORMAT = "simgraph-graph"
 VERSION = 2
 _READS = (1, 2)
 _META = "__simgraph__"
-#: The dtypes stored by name: numpy has no code for them in ``.npy`` headers.
-_NAMED_DTYPES = {
-    name: np.dtype(getattr(ml_dtypes, name)) for name in (
-        "bfloat16", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
-        "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
-        "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn", "int2", "int4", "uint2", "uint4")
-    if hasattr(ml_dtypes, name)}
-
-
-def _dtype_name(dtype: np.dtype) -> str | None:
-    """The name ``dtype`` is saved under, or None for a dtype ``.npy`` describes itself."""
-    named = _NAMED_DTYPES.get(dtype.name)
-    return dtype.name if named is not None and named.type is dtype.type else None
-
-
-def _bits(dtype: np.dtype) -> np.dtype:
-    """The unsigned integer dtype holding the raw bits of a named dtype."""
-    return np.dtype(f"u{dtype.itemsize}")
-
-
 def save(path: str | os.PathLike, graph: Any) -> None:
     """Write ``graph`` (its root node) to ``path`` (a ``.npz`` file).
 
@@ -77,7 +57,12 @@ def save(path: str | os.PathLike, graph: Any) -> None:
     described = [_Encoder(index, arrays, paths[k], named).node(node) for k, node in enumerate(nodes)]
     meta = {"format": FORMAT, "version": VERSION if named else 1, "nodes": described}
     arrays[_META] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    with open(path, "wb") as f:
+    try:
+        f = open(path, "wb")
+    except OSError as e:  # a directory, no permission, a missing parent directory
+        raise GraphFileError(f"{path}: cannot be written ({e.strerror or e}); give a file path "
+                             "in a writable directory.") from None
+    with f:
         np.savez(f, **arrays)  # numeric arrays only (`_Encoder.array`): nothing to pickle
 
 
@@ -125,7 +110,7 @@ class _Encoder:
         raise self._unsupported(v, where)
 
     def array(self, a: np.ndarray, scalar: bool, where: str) -> dict:
-        name = _dtype_name(a.dtype)
+        name = dtype_name(a.dtype)
         if name is None and a.dtype.kind not in _NUMERIC_KINDS:
             raise self._refuse(where, f"an array of dtype {a.dtype}, which is not numeric. "
                                "Convert it to a numeric array (e.g. dates to integer seconds), "
@@ -133,7 +118,7 @@ class _Encoder:
         key = f"a{len(self.arrays)}"
         entry = {"t": "array", "k": key, "scalar": scalar}
         if name is not None:  # .npy would write these as raw void ('|V2'), unreadable
-            a, entry["dtype"] = a.view(_bits(a.dtype)), name
+            a, entry["dtype"] = a.view(bits(a.dtype)), name
             self.named.add(name)
         self.arrays[key] = a
         return entry
@@ -387,17 +372,17 @@ class _Decoder:
 
     def _named(self, a: np.ndarray, name: Any, key: str, at_: str) -> np.ndarray:
         """The stored bits ``a`` viewed as the dtype called ``name`` (see :func:`save`)."""
-        dtype = _NAMED_DTYPES.get(name) if isinstance(name, str) else None
+        dtype = NAMED_DTYPES.get(name) if isinstance(name, str) else None
         if dtype is None:
-            known = ", ".join(sorted(_NAMED_DTYPES))
+            known = ", ".join(sorted(NAMED_DTYPES))
             raise GraphFileError(
                 f"{self.where}{at_}: array {key!r} has dtype {name!r}, which this simgraph "
                 f"cannot read (it reads {known}). The file is edited, or was written with a "
                 "newer ml_dtypes: upgrade ml_dtypes (pip install -U ml_dtypes) or save the "
                 "graph again.")
-        if a.dtype != _bits(dtype):
+        if a.dtype != bits(dtype):
             raise self._bad(at_, f"array {key!r} holds {a.dtype}, but {name} is stored as "
-                            f"{_bits(dtype)}")
+                            f"{bits(dtype)}")
         return a.view(dtype)
 
     def _bad(self, at_: str, what: str) -> GraphFileError:

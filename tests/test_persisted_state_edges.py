@@ -177,6 +177,15 @@ def test_load_of_a_path_that_cannot_be_opened_is_a_graph_file_error(tmp_path):
     assert float(sg.load(path).v) == 1.0
 
 
+@pytest.mark.parametrize("where", ["", "missing/g.npz"])
+def test_save_to_a_path_that_cannot_be_written_is_a_graph_file_error(tmp_path, where):
+    """A directory (or a file in a missing directory) raised a bare IsADirectoryError or
+    FileNotFoundError."""
+    path = tmp_path / where
+    with pytest.raises(sg.GraphFileError, match=rf"^{path}: cannot be written .*writable"):
+        sg.save(path, Shared(jnp.asarray(1.0)))
+
+
 _FUZZ = settings(max_examples=100, deadline=None,
                  suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -26,19 +26,40 @@ def _number(v: float) -> str:
     return float.__repr__(v) if math.isfinite(v) else "null"
 
 
+def _key(k) -> str:
+    """A dict key as json writes it (its rules for numbers, booleans and None)."""
+    if isinstance(k, str):
+        return k
+    if k is None or isinstance(k, bool):
+        return {None: "null", True: "true", False: "false"}[k]
+    if isinstance(k, int):
+        return int.__repr__(k)
+    if isinstance(k, float):
+        return json.dumps(float(k))  # NaN and infinities as json spells them (a string key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
+
+
+def _numbers(values) -> list[str]:
+    """Floats as json writes them, null where not finite (the finite case in one C pass)."""
+    if all(map(math.isfinite, values)):
+        return list(map(float.__repr__, values))
+    return list(map(_number, values))
+
+
 def json_text(value, indent: str = "") -> str:
     """``value`` as ``json.dumps(value, indent=2)`` writes it, nested at ``indent``, with
     NaN and infinities as ``null``."""
     inner = indent + "  "
-    if isinstance(value, dict) and value and all(type(k) is str for k in value):
+    if isinstance(value, dict) and value:
+        keys = list(value) if all(type(k) is str for k in value) else list(map(_key, value))
         if len(value) >= _LONG and all(type(v) is float for v in value.values()):
-            items = [f"{_KEY(k)}: {_number(v)}" for k, v in value.items()]
+            items = [f"{_KEY(k)}: {v}" for k, v in zip(keys, _numbers(list(value.values())))]
         else:
-            items = [f"{_KEY(k)}: {json_text(v, inner)}" for k, v in value.items()]
+            items = [f"{_KEY(k)}: {json_text(v, inner)}" for k, v in zip(keys, value.values())]
         return "{\n" + inner + (",\n" + inner).join(items) + "\n" + indent + "}"
     if isinstance(value, (list, tuple)) and value:
         if all(type(v) is float for v in value):
-            items = list(map(_number, value))  # waveforms: json's own float text
+            items = _numbers(value)  # waveforms: json's own float text
         else:
             items = [json_text(v, inner) for v in value]
         return "[\n" + inner + (",\n" + inner).join(items) + "\n" + indent + "]"

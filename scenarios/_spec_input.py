@@ -57,9 +57,9 @@ def parse_json(name: str, text: str, kind: str) -> Any:
         raise FormatError(name, None, "invalid JSON (arrays or objects nested too deep to "
                           "read)", f"a {kind} file is one JSON object of named sections, "
                           "nested a few levels") from None
-    except ValueError as err:  # an integer of more digits than Python converts (4300)
-        raise FormatError(name, None, f"invalid JSON ({str(err).split(';')[0]})",
-                          "write long numbers in exponent form (1e400)") from None
+    except ValueError:  # an integer of more digits than Python converts (4300)
+        raise FormatError(name, None, "an integer has more digits than Python reads "
+                          "(4300)", "give numbers as finite floats, e.g. 1.5e300") from None
 
 
 class Spec:

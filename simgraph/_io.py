@@ -14,12 +14,8 @@ from __future__ import annotations
 
 import collections
 import json
-import math
-import struct
 import sys
-import zlib
 import os
-import zipfile
 from typing import Any
 
 import jax
@@ -28,6 +24,7 @@ import numpy as np
 from . import _registry, _tables
 from ._errors import GraphFileError, GraphTypeError, at
 from ._named_dtypes import NAMED_DTYPES, bits, dtype_name
+from ._npz_file import ARCHIVE_ERRORS, read_entry, reason, starts_like_zip, write_whole
 from ._node import ReffableTreeNode, check_fields
 from ._query import require_node
 
@@ -57,13 +54,7 @@ def save(path: str | os.PathLike, graph: Any) -> None:
     described = [_Encoder(index, arrays, paths[k], named).node(node) for k, node in enumerate(nodes)]
     meta = {"format": FORMAT, "version": VERSION if named else 1, "nodes": described}
     arrays[_META] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    try:
-        f = open(path, "wb")
-    except OSError as e:  # a directory, no permission, a missing parent directory
-        raise GraphFileError(f"{path}: cannot be written ({e.strerror or e}); give a file path "
-                             "in a writable directory.") from None
-    with f:
-        np.savez(f, **arrays)  # numeric arrays only (`_Encoder.array`): nothing to pickle
+    write_whole(path, arrays)
 
 
 #: The deepest nesting of lists, tuples and dicts that :func:`load` reads (and save writes).
@@ -197,21 +188,21 @@ def load(path: str | os.PathLike, classes: dict[str, type] | None = None) -> Any
 def _read(path) -> tuple[dict, Any]:
     if not os.path.exists(path):
         raise GraphFileError(f"{path}: no such file.")
-    if os.path.isdir(path) or not _starts_like_zip(path):
+    if os.path.isdir(path) or not starts_like_zip(path):
         raise GraphFileError(f"{path}: not a simgraph graph file (not an .npz archive written by "
                              "simgraph.save).")
     try:
         data = np.load(path, allow_pickle=False)
-        raw = bytes(_entry(data, _META)) if _META in data.files else None
-    except _ARCHIVE_ERRORS as e:
-        raise GraphFileError(f"{path}: not a readable simgraph file ({_reason(e)}). It may be "
+        raw = bytes(read_entry(data, _META)) if _META in data.files else None
+    except ARCHIVE_ERRORS as e:
+        raise GraphFileError(f"{path}: not a readable simgraph file ({reason(e)}). It may be "
                              "truncated or damaged; save it again.") from None
     if raw is None:
         raise GraphFileError(f"{path}: no simgraph description inside; was it written by simgraph.save?")
     try:
         meta = json.loads(raw.decode())
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise GraphFileError(f"{path}: corrupt description ({_reason(e)}); save the graph again.") from None
+        raise GraphFileError(f"{path}: corrupt description ({reason(e)}); save the graph again.") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         kind = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
         raise GraphFileError(f"{path}: not a simgraph graph file (format {kind!r}).")
@@ -223,49 +214,6 @@ def _read(path) -> tuple[dict, Any]:
             "version that wrote it."
         )
     return meta, data
-
-
-def _starts_like_zip(path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"PK\x03\x04"
-    except OSError as e:  # exists but cannot be opened: no permission, a socket, ...
-        raise GraphFileError(f"{path}: cannot be read ({e.strerror or e}); check the path and "
-                             "its permissions.") from None
-
-
-def _entry(data, key: str) -> np.ndarray:
-    """``data[key]`` (as ``np.load`` reads it, never unpickling), once its ``.npy`` header is
-    checked against the entry's size: numpy allocates the declared shape before reading, so
-    an edited header could ask for petabytes."""
-    try:  # the entry numpy reads: `key` itself, else `key.npy`
-        info = data.zip.getinfo(key)
-    except KeyError:
-        info = data.zip.getinfo(key + ".npy")
-    with data.zip.open(info) as f:  # not an .npy entry: read_magic raises ValueError
-        version = np.lib.format.read_magic(f)
-        read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                else np.lib.format.read_array_header_2_0)
-        shape, _, dtype = read(f)
-        need, have = math.prod(shape) * dtype.itemsize, info.file_size - f.tell()
-        if need > have:
-            raise ValueError(f"its header declares shape {shape} of {dtype}, {need} bytes, "
-                             f"but the entry holds {have}")
-        f.seek(0)
-        return np.lib.format.read_array(f, allow_pickle=False)
-
-
-# What a damaged archive can raise from numpy/zipfile (zlib.error is an Exception subclass
-# raised for edited compression flags; NotImplementedError for unknown compression methods;
-# MemoryError for an entry whose declared sizes are both edited).
-_ARCHIVE_ERRORS = (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, RuntimeError,
-                   NotImplementedError, zlib.error, struct.error, UnicodeDecodeError, MemoryError)
-
-
-def _reason(e: Exception) -> str:
-    """An error's text without numpy's advice to unpickle (never right for a graph file)."""
-    text = str(e).split("\n")[0]
-    return "not a plain array" if "allow_pickle" in text or "pickle" in text else text
 
 
 def _node_descriptions(meta: dict, path) -> list[dict]:
@@ -358,9 +306,9 @@ class _Decoder:
         if not isinstance(key, str) or key == _META or key not in self.names:
             raise self._bad(at_, f"array {key!r} is missing (truncated or edited file)")
         try:
-            a = _entry(self.arrays, key)
-        except _ARCHIVE_ERRORS as e:
-            raise self._bad(at_, f"array {key!r} cannot be read ({_reason(e)})") from None
+            a = read_entry(self.arrays, key)
+        except ARCHIVE_ERRORS as e:
+            raise self._bad(at_, f"array {key!r} cannot be read ({reason(e)})") from None
         named = "dtype" in v
         if (a.dtype.kind not in _NUMERIC_KINDS and not named) or not isinstance(scalar, bool) \
                 or (scalar and a.ndim):

@@ -5,6 +5,7 @@ and ``_walk`` refuse them."""
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -24,9 +25,18 @@ def holds_node(value: Any, base: type, depth: int = 0) -> bool:
 
 def hiding(leaves: list, types: set, base: type) -> Any:
     """The first of a container's ``leaves`` (of ``types``) that hides nodes, or None."""
-    if not any(issubclass(t, (*_OPAQUE, np.ndarray)) for t in types):
-        return None
+    if not any(issubclass(t, _OPAQUE) for t in types):
+        if not any(issubclass(t, np.ndarray) for t in types):
+            return None
+        arrays = leaves if types == {np.ndarray} else [
+            x for x in leaves if isinstance(x, np.ndarray)]
+        if not any(map(_has_object, arrays)):  # numeric arrays, the usual case: a pass in C
+            return None
+        leaves = arrays
     return next((x for x in leaves if hides_nodes(x, base)), None)
+
+
+_has_object = operator.attrgetter("dtype.hasobject")
 
 
 def hides_nodes(leaf: Any, base: type, depth: int = 0) -> bool:
@@ -55,7 +65,7 @@ def hidden_message(leaf: Any) -> str:
     if isinstance(leaf, np.ndarray):
         return ("a numpy array of dtype object holds nodes, but JAX takes the array as one "
                 "opaque leaf, so transforms would leave the nodes out of the graph. Hold them "
-                "in a list (`list(array)`), which keeps their references shared.")
+                "in lists (`array.tolist()`), which keep their references shared.")
     kind = type(leaf).__name__
     return (f"a {kind} holds nodes, but JAX does not flatten a {kind} (it is not a registered "
             "pytree), so transforms would leave them out of the graph. Use a plain list, tuple "

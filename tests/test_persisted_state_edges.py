@@ -65,18 +65,30 @@ def _edit_field(name, value):
     return edit
 
 
-def _huge_header(path: Path) -> None:
-    """Rewrite the chunk with x's .npy header declaring 364 TiB."""
+def _huge_header(path: Path, shape: str = "(100000000000000, 1)") -> None:
+    """Rewrite the chunk with x's .npy header declaring ``shape`` (364 TiB)."""
     with zipfile.ZipFile(path) as z:
         entries = {n: z.read(n) for n in z.namelist()}
     raw = entries["x.npy"]
     header = raw[10:raw.index(b"\n") + 1].decode("latin1")
     start, stop = header.index("'shape': ") + 9, header.index("), ") + 1
-    edited = (header[:start] + "(100000000000000, 1)" + header[stop:-1]).ljust(len(header) - 1)
+    edited = (header[:start] + shape + header[stop:-1]).ljust(len(header) - 1)
     entries["x.npy"] = raw[:10] + (edited + "\n").encode("latin1") + raw[10 + len(header):]
     with zipfile.ZipFile(path, "w") as z:
         for n, data in entries.items():
             z.writestr(n, data)
+
+
+def test_a_chunk_another_process_refused_stops_this_one_too(finished, tmp_path, monkeypatch):
+    """A foreign chunk is seen by the process that owns it only: that process raised and the
+    others waited for it in their next collective until the runtime gave up (30 s, then an
+    unrelated Gloo error). Now the processes agree first, and all raise our error."""
+    from solvers.batch import _sweep
+
+    monkeypatch.setattr(_sweep, "all_counts", lambda value: np.asarray([value, 1]))
+    with pytest.raises(solvers.SweepMismatchError, match="another process of this sweep "
+                       "refused a chunk in .*run.*its error names the file"):
+        sweep(_copy(finished, tmp_path))
 
 
 @pytest.mark.parametrize("damage", [
@@ -86,12 +98,13 @@ def _huge_header(path: Path) -> None:
     _edit_field("converged", np.zeros(3, np.float32)),  # silently another dtype
     _edit_field("iterations", np.arange(4)),        # one member too many
     "huge",                                         # MemoryError
-], ids=["0-d", "columns", "text", "dtype", "length", "huge-header"])
+    "(100000000000000000000, 1)",                   # OverflowError: beyond a C long
+], ids=["0-d", "columns", "text", "dtype", "length", "huge-header", "overflow-header"])
 def test_a_damaged_chunk_is_solved_again(finished, tmp_path, damage):
     run = _copy(finished, tmp_path)
     chunk = _chunks(run)[1]
-    if damage == "huge":
-        _huge_header(chunk)
+    if isinstance(damage, str):
+        _huge_header(chunk, *([] if damage == "huge" else [damage]))
     else:
         with np.load(chunk) as saved:
             arrays = {k: saved[k] for k in saved.files}
@@ -175,6 +188,26 @@ def test_load_of_a_path_that_cannot_be_opened_is_a_graph_file_error(tmp_path):
     path.unlink()
     sg.save(path, Shared(jnp.asarray(1.0)))
     assert float(sg.load(path).v) == 1.0
+
+
+class _Cubic(sg.ReffableTreeNode):
+    c: jnp.ndarray
+    x: jnp.ndarray = sg.unknown(default=1.0)
+
+    def residual(self):
+        return self.x ** 3 - self.c
+
+
+def test_a_resumed_sweep_with_the_default_method_of_a_sparse_sized_system(tmp_path):
+    """Reading chunks back traced the whole Default method, which fails for a system big
+    enough for its sparse LU (32 unknowns here): every sweep with a results directory
+    crashed. It traces the stage that solves (Newton), and only once a chunk is found."""
+    graph = sg.Bundle(*[_Cubic(jnp.asarray(2.0 + i)) for i in range(32)])
+    values = {"items[0].c": np.asarray([1.0, 8.0, 27.0])}
+    first = solvers.solve_batch(graph, values, chunk_size=2, results_dir=tmp_path)
+    again = solvers.solve_batch(graph, values, chunk_size=2, results_dir=tmp_path)
+    np.testing.assert_allclose(np.asarray(first.x)[:, 0], [1.0, 2.0, 3.0], rtol=1e-10)
+    np.testing.assert_array_equal(np.asarray(again.x), np.asarray(first.x))
 
 
 @pytest.mark.parametrize("where", ["", "missing/g.npz"])

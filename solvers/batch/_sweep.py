@@ -26,7 +26,7 @@ from ._distributed import all_counts, gather_rows
 from ..roots._solution import FlatSolution
 from ..roots._solve import check_arguments
 from ._sweep_step import FIELDS, ChunkSolver
-from ._sweep_store import SweepStore, digest
+from ._sweep_store import SweepMismatchError, SweepStore, digest
 
 log = logging.getLogger("solvers.sweep")
 
@@ -146,24 +146,40 @@ def _counting(progress: Any) -> bool:
 def _finished(store: Optional[SweepStore], plan: ChunkPlan, chunks: range,
               solver: ChunkSolver) -> dict:
     """The chunks of ``chunks`` already in the results directory (read back); a chunk whose
-    arrays are not this sweep's solution (shapes, dtypes) is left to be solved again."""
+    arrays are not this sweep's solution (shapes, dtypes) is left to be solved again. A
+    chunk refused (another sweep's) stops every process, not only the one that owns it
+    (the others would wait for it in the next collective until the runtime gives up)."""
     if store is None:
         return {}
-    found, like = {}, solver.empty()
+    found, refused = {}, None
+    try:
+        found = _read_back(store, plan, chunks, solver)
+    except SweepMismatchError as err:
+        refused = err
+    if int(all_counts(int(refused is not None)).max()):
+        raise refused or SweepMismatchError(
+            f"another process of this sweep refused a chunk in {store.directory} (its error "
+            "names the file); give a new (or empty) results directory.")
+    if found:
+        log.info("process %d: skipped %d finished chunk(s) of %d found in %s (chunks %s)",
+                 jax.process_index(), len(found), len(chunks), store.directory,
+                 ", ".join(map(str, sorted(found))))
+    return found
+
+
+def _read_back(store: SweepStore, plan: ChunkPlan, chunks: range, solver: ChunkSolver) -> dict:
+    found, like = {}, None
     for k in chunks:
         start, stop = plan.bounds(k)
         data = store.load(start, stop)
         if data is None:
             continue
+        like = solver.empty() if like is None else like  # a trace: only once a chunk is found
         if all(_fits(data.get(f), like[f], stop - start) for f in FIELDS):
             found[k] = {f: data[f] for f in FIELDS}
         else:
             log.warning("%s holds arrays of other shapes or dtypes than this sweep's "
                         "solution: solving it again", store.chunk_path(start, stop))
-    if found:
-        log.info("process %d: skipped %d finished chunk(s) of %d found in %s (chunks %s)",
-                 jax.process_index(), len(found), len(chunks), store.directory,
-                 ", ".join(map(str, sorted(found))))
     return found
 
 

@@ -86,7 +86,8 @@ class ChunkSolver:
     def empty(self) -> dict[str, np.ndarray]:
         """Zero members, with the solution's shapes and dtypes (for a process without any)."""
         x, params = self._member(slice(0, 1))
-        out = jax.eval_shape(partial(_solve_batched, self.problem, self.method, self.x0_axis,
+        method = self.method if self.stages is None else self.stages[0]  # what __call__ runs
+        out = jax.eval_shape(partial(_solve_batched, self.problem, method, self.x0_axis,
                                      self.axes, 0), x, params)
         return {f: np.zeros((0,) + getattr(out, f).shape[1:], getattr(out, f).dtype)
                 for f in FIELDS}

@@ -29,10 +29,11 @@ MANIFEST = "manifest.json"
 FORMAT = 4
 #: The chunk entry holding the digest of the manifest that wrote it (as bytes).
 STAMP = "sweep"
-#: What numpy and zipfile raise for a damaged chunk (MemoryError: an .npy header edited to
-#: declare a huge shape, which numpy allocates before reading).
+#: What numpy and zipfile raise for a damaged chunk (MemoryError, OverflowError: an .npy
+#: header edited to declare a huge shape, which numpy allocates before reading).
 _DAMAGED = (OSError, ValueError, EOFError, KeyError, RuntimeError, NotImplementedError,
-            MemoryError, zipfile.BadZipFile, zlib.error, struct.error)
+            MemoryError, OverflowError, TypeError, zipfile.BadZipFile, zlib.error,
+            struct.error)
 
 
 class SweepMismatchError(ValueError):

@@ -62,6 +62,8 @@ class ReffableTreeNode:
                 raise _node_in_static(type(self), name)
         elif type(value) is np.ndarray and value.dtype.hasobject:
             raise _object_array(type(self), name, value)
+        elif isinstance(value, (str, bytes)):
+            raise _string_data(type(self), name, value)
         object.__setattr__(self, name, value)
 
     def __repr__(self) -> str:
@@ -133,17 +135,23 @@ def check_fields(node: ReffableTreeNode) -> None:
                     "node object itself, or change the annotation if this field holds data."
                 )
         if isinstance(value, (str, bytes)):
-            raise GraphTypeError(
-                f"{cls.__name__}.{name} holds a {type(value).__name__}, which JAX cannot trace. "
-                f"Declare it as static metadata: `{name}: str = sg.static()`."
-            )
+            raise _string_data(cls, name, value)
+
+
+def _string_data(cls: type, name: str, value: Any) -> GraphTypeError:
+    """A string in a data field is no array: JAX cannot trace it."""
+    return GraphTypeError(
+        f"{cls.__name__}.{name} holds a {type(value).__name__}, which JAX cannot trace. "
+        f"Declare it as static metadata: `{name}: str = sg.static()`; for a number, pass "
+        "the number itself (1.0, not '1.0')."
+    )
 
 
 def _object_array(cls: type, name: str, value: np.ndarray) -> GraphTypeError:
     """A numpy array of Python objects is one opaque leaf: JAX cannot trace it, and nodes
     inside it would be left out of the graph (their sharing lost)."""
     nodes = any(isinstance(v, ReffableTreeNode) for v in value.reshape(-1).tolist())
-    fix = ("Hold the nodes in a list (`list(array)`), which keeps them in the graph and "
+    fix = ("Hold the nodes in a list (`array.tolist()`), which keeps them in the graph and "
            "their references shared" if nodes else
            "Convert it to numbers, e.g. `np.asarray(value, dtype=float)`")
     return GraphTypeError(

@@ -22,14 +22,19 @@ def leaf_filter(where: Filter) -> Callable[[LeafInfo], bool]:
     """Turn a filter spec into a predicate on :class:`LeafInfo`.
 
     ``None`` selects everything; a node class selects the leaves of nodes of that class; a
-    string selects a field name (``"value"``) or a class-qualified one
-    (``"GradientProvider.value"``); ``"unknown"``-kind leaves are selected with
+    string selects a field name (``"value"``), a class-qualified one
+    (``"GradientProvider.value"``) or, holding ``[`` or starting with ``.``, a key path
+    (``".items[0].constant"``, the leading dot optional) and the leaves under it
+    (``".items[0]"``: that node's); ``"unknown"``-kind leaves are selected with
     ``sg.is_unknown``; a tuple selects the union of its members.
     """
     if where is None:
         return lambda info: True
     if isinstance(where, type):
         return lambda info: isinstance(info.node, where)
+    if isinstance(where, str) and (where.startswith(".") or "[" in where):
+        path = where if where.startswith((".", "[")) else "." + where
+        return lambda info: info.path == path or info.path.startswith((path + ".", path + "["))
     if isinstance(where, str):
         cls_name, _, field = where.rpartition(".")
         if cls_name:

@@ -85,6 +85,11 @@ def structure(root_or_treedef: Any) -> Structure:
     of it (cached by treedef: graphs of equal structure share one record)."""
     treedef = root_or_treedef
     if not isinstance(treedef, jax.tree_util.PyTreeDef):
+        if not isinstance(root_or_treedef, _node_base()):
+            raise GraphTypeError(
+                "sg.structure needs the root node of a graph (a ReffableTreeNode) or its "
+                f"treedef; got {type(root_or_treedef).__name__}. To describe several nodes, "
+                "wrap them: sg.structure(sg.Bundle(a, b, ...)).")
         treedef = jax.tree_util.tree_structure(root_or_treedef)
     with _LOCK:  # threads: another one may drop the entry between a get and a move
         cached = _CACHE.get(treedef)

@@ -29,15 +29,12 @@ from .lowering import _storage
 from .lowering._system import System
 from .roots._method import FlatProblem
 from .roots._newton import Newton
-from .roots._solution import _as_index
 from .transient import _transient
 from .transient._integrator import TRANSIENT_RESULTS, Integrator
+from .transient._solution import TransientSolution, checked
 from ._concrete import is_concrete
 
 INITIAL = ("dc", "given")
-#: How a batched `TransientSolution` finds a member worth reading (for `_as_index`).
-_PICK = ("sol.raise_if_failed() names the first failure, np.flatnonzero(~np.asarray("
-         "sol.converged)) lists them all)")
 
 
 class TransientProblem:
@@ -72,63 +69,6 @@ class TransientProblem:
         return self.structure.evaluator.step_limit(x, dx, params)
 
 
-@jax.tree_util.register_dataclass
-@dataclasses.dataclass(frozen=True)
-class TransientSolution:
-    """A transient's output on the requested times, its accepted steps and how it went.
-
-    ``t`` (G,) and ``x`` (..., G, n) the states on the grid; ``result`` (TRANSIENT_RESULTS
-    codes), ``n_steps``/``n_rejected``/``n_newton`` per member; ``t_stop`` (...,) the time
-    each member's run reached (its last accepted step: ``t[-1]`` on success). With
-    ``Integrator(save_steps=True)`` (else length 1): ``steps_t`` (..., S + 1) the accepted
-    times (first ``n_steps + 1`` valid), ``steps_x`` their states, ``steps_order`` 1
-    (backward Euler) or 2 per step.
-    """
-
-    t: jax.Array
-    x: jax.Array
-    result: jax.Array
-    n_steps: jax.Array
-    n_rejected: jax.Array
-    n_newton: jax.Array
-    t_stop: jax.Array
-    steps_t: jax.Array
-    steps_x: jax.Array
-    steps_order: jax.Array
-    lowered: System = dataclasses.field(metadata={"static": True})
-
-    @property
-    def converged(self) -> jax.Array:
-        ok = int(TRANSIENT_RESULTS.successful)
-        if is_concrete(self.result):  # read on the host: an eager == compiles a program
-            return jax.device_put(np.asarray(self.result) == ok)
-        return self.result == ok
-
-    def value(self, where) -> jax.Array:
-        """The trajectory of a node's unknowns (object or key path): (..., G, size)."""
-        return self.x[..., self.lowered.locate(where)]
-
-    def message(self, index=None) -> str:
-        """How one member's run ended (``index`` into the batch; None if unbatched), with
-        the time it stopped at when it stopped early."""
-        codes = np.asarray(self.result)
-        pick = _as_index(index, codes.shape, "TransientSolution", _PICK)
-        member = TRANSIENT_RESULTS(int(codes[pick]))
-        where = "" if index is None else f"member {index}: "
-        early = member not in (TRANSIENT_RESULTS.successful,
-                               TRANSIENT_RESULTS.initial_point_failed)
-        at = f" at t = {float(np.asarray(self.t_stop)[pick]):.9g}" if early else ""
-        return f"{where}{member.name}{at}: {member.message}"
-
-    def raise_if_failed(self) -> "TransientSolution":
-        failed = np.flatnonzero(np.asarray(self.result).reshape(-1))
-        if len(failed):
-            index = None if np.ndim(self.result) == 0 else int(failed[0])
-            raise RuntimeError(f"transient failed ({len(failed)} member(s)); first: "
-                               f"{self.message(index)}")
-        return self
-
-
 def linear_solver_for(system: System, cfg: Integrator, batch_size: Optional[int]):
     """``cfg.linear_solver`` bound to the pattern of ``dF/dx + a dQ/dx``, else the
     chooser's pick for it (`AutoLinearSolver`, in-JAX solvers first): dense or banded LU
@@ -159,6 +99,11 @@ def _grid(t_eval, t0) -> tuple[jax.Array, jax.Array]:
     if grid.ndim != 1 or grid.shape[0] < 1:
         raise ValueError(f"t_eval must be a 1-D array of output times, got shape {grid.shape}.")
     start = grid[0] if t0 is None else jnp.asarray(t0, grid.dtype)
+    if start.ndim != 0:
+        raise ValueError(f"t0 must be one time (a scalar), got shape {start.shape}; for runs "
+                         "from several start times, call simulate once per t0.")
+    if is_concrete(start) and not np.isfinite(float(start)):
+        raise ValueError(f"t0 must be a finite time, got {float(start)}.")
     if is_concrete(grid):
         times = np.asarray(grid)
         if not np.all(np.isfinite(times)):
@@ -169,6 +114,13 @@ def _grid(t_eval, t0) -> tuple[jax.Array, jax.Array]:
             raise ValueError(f"t_eval starts at {times[0]:g}, before the run starts (t0 = "
                              f"{float(start):g}): give output times from t0 on, or an earlier t0.")
     return grid, start
+
+
+def _valid_times(grid, t0) -> jax.Array:
+    """`_grid`'s checks on traced times (under jit/vmap): a run on times that fail them
+    ends at once as ``invalid_times`` (NaN output), not as "successful" at wrong values."""
+    return (jnp.all(jnp.isfinite(grid)) & jnp.isfinite(t0) & jnp.all(grid[1:] > grid[:-1])
+            & (grid[0] >= t0))
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
@@ -189,8 +141,11 @@ def _run(problem, cfg, ls, dc_method, initial, params, x0, grid, t0):
     else:
         start, ok = lax.stop_gradient(x0), jnp.asarray(True)
     mask = jnp.asarray(problem.lowered.differential)
-    s, out = _transient.integrate(problem, cfg, ls, frozen, start, ok, grid, t0, h0, hmin,
-                                  atol, mask)
+    valid = _valid_times(grid, t0)
+    s, out = _transient.integrate(problem, cfg, ls, frozen, start, ok & valid, grid, t0, h0,
+                                  hmin, atol, mask)
+    s = s._replace(result=jnp.where(valid, s.result, int(TRANSIENT_RESULTS.invalid_times)))
+    out = out._replace(ys=jnp.where(valid, out.ys, jnp.nan))
     if cfg.save_steps:
         ys = _replayed_output(problem, cfg, ls, initial, t0, start, s, out, params, x0)
     else:
@@ -307,6 +262,8 @@ def simulate(graph: Any, t_eval, *, t0=None, integrator: Optional[Integrator] = 
     ``solvers.Newton`` with the model's step limits, from the graph's unknowns); ``"given"`` starts from the graph's
     unknowns as they are. ``integrator``: a :class:`Integrator` (tolerances, order, steps).
     jit-, vmap- and grad-able (gradients with respect to the graph's parameters).
+    ``throw=True`` raises ``SolveError`` when the run fails, also under ``jit`` (from a host
+    callback).
     """
     system, cfg, ls, dc = _prepare(graph, integrator, initial, evaluation, None, dc_solver)
     grid, start = _grid(t_eval, t0)
@@ -387,4 +344,4 @@ def _run_batch(problem, cfg, ls, dc_method, initial, base, values, x0, grid, t0)
 
 def _solution(system, grid, out, throw) -> TransientSolution:
     sol = TransientSolution(grid, *out, system)  # `_run`'s tuple is in the fields' order
-    return sol.raise_if_failed() if throw else sol
+    return checked(sol, throw)

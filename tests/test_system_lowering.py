@@ -124,7 +124,9 @@ def _agree(graph, seed):
     return grouped
 
 
-@SETTINGS
+# 10 examples, not 15: each compiles its own program (about 1 s); with up to 10 elements of
+# 9 kinds each, every kind still appears in most runs
+@settings(SETTINGS, max_examples=10)
 @given(circuits(), st.integers(0, 1000))
 def test_grouped_matches_objectwise_on_random_circuits(graph, seed):
     _agree(graph, seed)

@@ -272,14 +272,27 @@ def _as_index(index, shape, holder: str = "Solution", pick: str = _PICK) -> tupl
                             f"index (message(0); {pick}.")
         return ()
     if isinstance(index, tuple):
-        return index
-    if isinstance(index, (bool, np.bool_)):
-        raise TypeError(f"a member index must be an integer, got {index!r}.")
+        return _tuple_index(index, shape, holder)
+    if isinstance(index, (bool, np.bool_)) or not hasattr(type(index), "__index__"):
+        raise TypeError(f"a member index must be an integer (or a tuple of them for a "
+                        f"batch of several axes), got {index!r}.")
     flat = operator.index(index)
     if not -size <= flat < size:
         raise IndexError(f"member {flat} is out of range: this {holder} holds {size} "
                          f"member(s), 0 to {size - 1} (or -{size} to -1 from the end).")
     return tuple(np.unravel_index(flat % size, shape))
+
+
+def _tuple_index(index: tuple, shape: tuple, holder: str) -> tuple:
+    """A tuple index checked against ``shape`` (one integer in range per batch axis)."""
+    if len(index) != len(shape) or not all(
+            hasattr(type(i), "__index__") and not isinstance(i, (bool, np.bool_)) for i in index):
+        raise TypeError(f"a tuple member index needs one integer per batch axis of this "
+                        f"{holder} (shape {shape}), got {index!r}.")
+    if not all(-n <= int(i) < n for i, n in zip(index, shape)):
+        raise IndexError(f"member {index!r} is out of range: this {holder}'s batch has shape "
+                         f"{shape}.")
+    return tuple(int(i) for i in index)
 
 
 def make_solution(x, result, iterations, num_fev, num_jev, residual_norm,

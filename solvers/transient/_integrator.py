@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import numbers
 from typing import Optional
 
 import jax.numpy as jnp
@@ -23,6 +24,7 @@ class TRANSIENT_RESULTS(enum.IntEnum):
     initial_point_failed = 3
     nonfinite = 4
     time_resolution = 5
+    invalid_times = 6
 
     @property
     def message(self) -> str:
@@ -40,7 +42,8 @@ _MESSAGES = {
         "declare breakpoints, lower hmin, or check the model at that time."),
     TRANSIENT_RESULTS.initial_point_failed: (
         "The initial (DC) operating point did not converge: check the model with solvers.solve "
-        "at t = 0, or start from given initial conditions (initial='given')."),
+        "at the start time t0 (its Clock's t set to t0) and that no parameter is NaN, or "
+        "start from given initial conditions (initial='given')."),
     TRANSIENT_RESULTS.nonfinite: "A residual or state became NaN/inf.",
     TRANSIENT_RESULTS.time_resolution: (
         "The step fell below the resolution of the time (not hmin): times near t are rounded "
@@ -51,6 +54,11 @@ _MESSAGES = {
         "shorter or coarser simulation (times nearer 0, where the spacing is finer; looser "
         "rtol/atol; a breakpoint at a jump). If float64 fails too, the model may jump there "
         "with no breakpoint or have no solution. The output after that time is NaN."),
+    TRANSIENT_RESULTS.invalid_times: (
+        "Nothing was simulated: the output times t_eval must be finite and strictly "
+        "increasing, from a finite t0 on (t0 <= t_eval[0]). They were traced (under jit or "
+        "vmap), so simulate could not refuse them before the run: pass valid times (checked "
+        "eagerly when t_eval and t0 are concrete). The output is NaN."),
 }
 
 #: The smallest step is under this many spacings (ulps) of t: ``time_resolution``, not
@@ -59,6 +67,14 @@ RESOLUTION_ULPS = 8.0
 
 
 METHODS = ("trapezoidal", "gear")
+
+
+def _number(value) -> float:
+    """``value`` as a float (NaN for what is not a number: refused by the caller's test)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,16 +119,18 @@ class Integrator:
             raise ValueError(f"Integrator(method={self.method!r}): use one of {METHODS} "
                              "(gear: variable-coefficient BDF2).")
         for name in ("rtol", "lte_factor", "newton_tol", "hmax"):
-            if not float(getattr(self, name)) > 0:
-                raise ValueError(f"Integrator({name}=...) must be positive, got "
+            if not _number(getattr(self, name)) > 0:
+                raise ValueError(f"Integrator({name}=...) must be a positive number, got "
                                  f"{getattr(self, name)!r}.")
         for name in ("newton_steps", "max_steps"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)) \
+                    or value < 1:
                 raise ValueError(f"Integrator({name}=...) must be an integer >= 1, got {value!r}.")
+            object.__setattr__(self, name, int(value))  # np.int64: hashable and equal as int
         for name in ("h0", "hmin"):  # a NaN step never ends the loop; a negative one never starts
             value = getattr(self, name)
-            if value is not None and not (math.isfinite(float(value)) and float(value) > 0):
+            if value is not None and not (math.isfinite(_number(value)) and _number(value) > 0):
                 raise ValueError(f"Integrator({name}={value!r}) must be a positive, finite time "
                                  "step, or None for the default.")
         if self.hmin is not None and float(self.hmin) > float(self.hmax):

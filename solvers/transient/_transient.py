@@ -159,9 +159,13 @@ def _next_break(problem, params, t, t_end):
     """The next breakpoint, at most ``t_end``, ignoring corners within a relative 1e-12 of
     the span after ``t`` (the same corner computed another way, e.g. a pulse's end at the
     next period's start); one that close before ``t_end`` is ``t_end`` (a pulse's corner an
-    ulp short of a tstop that is a multiple of its period would leave an ulp to step)."""
+    ulp short of a tstop that is a multiple of its period would leave an ulp to step).
+    A corner not after the time asked (an element's ``next_breakpoint`` returning ``t``
+    itself, or NaN) is no corner: stepping to it would take ever smaller steps until
+    ``max_steps``."""
     tol = 1e-12 * jnp.maximum(jnp.abs(t_end), jnp.abs(t))
-    bp = jnp.minimum(problem.next_breakpoint(params, t + tol), t_end)
+    raw = problem.next_breakpoint(params, t + tol)
+    bp = jnp.minimum(jnp.where(raw > t + tol, raw, jnp.inf), t_end)
     return jnp.where(bp >= t_end - tol, t_end, bp)
 
 

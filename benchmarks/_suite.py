@@ -170,8 +170,9 @@ def latency(quick: bool, out: Path) -> Section:
     if not any("optimistix" in r["method"] for r in tables["latency"]):
         section.notes.append("optimistix skipped: not installed (`pip install .[bench]`).")
     if quick:
-        section.notes.append("Quick mode: the 10-node ladder only, B = 200 and 3 calls, CLI on "
-                             "the 5 x 5 grid without a compilation cache.")
+        section.notes.append("Quick mode: the 10-node ladder only (without the every-stage-"
+                             "compiled row), B = 200 and 3 calls, CLI on the 5 x 5 grid "
+                             "without a compilation cache.")
     return section
 
 

@@ -177,7 +177,11 @@ def _first_solve_in_child(case: str, n: int, cache: str | None) -> float:
     return _child(code, cache or "")
 
 
-def latency_rows(case: str, n: int, repeats: int = 7, fresh_child: bool = True) -> list[dict]:
+def latency_rows(case: str, n: int, repeats: int = 7, fresh_child: bool = True,
+                 every_stage: bool = True) -> list[dict]:
+    """The ``latency`` table's rows of one problem; ``every_stage=False`` (quick mode) leaves
+    out the row of ``Default(traced_fallbacks="compiled")``, whose compile is most of the
+    section's time (tests/test_host_fallbacks.py covers that setting)."""
     import solvers
 
     c = _Case(case, n)
@@ -186,14 +190,16 @@ def latency_rows(case: str, n: int, repeats: int = 7, fresh_child: bool = True) 
     jitted = jax.jit(lambda g: solvers.solve(g, method).system)
     on_system = jax.jit(lambda s, m: solvers.solve(s, m).x, static_argnums=1)
     newton = method.plan(system.m, system.n)[0]  # Default's first stage alone
-    every_stage = dataclasses.replace(method, traced_fallbacks="compiled")
+    every_stage_method = dataclasses.replace(method, traced_fallbacks="compiled")
     ours = {"simgraph jit(solve(graph))": (lambda: jitted(c.graph), None),
             "simgraph jit(solve(System))": (lambda: on_system(system, method), None),
             "simgraph jit(solve(System)), every stage compiled": (
-                lambda: on_system(system, every_stage), None),
+                lambda: on_system(system, every_stage_method), None),
             "simgraph jit(solve(System, Newton))": (lambda: on_system(system, newton), None),
             "simgraph solve(graph)": (lambda: solvers.solve(c.graph, method).x, None),
             "simgraph solve(System)": (lambda: solvers.solve(system, method).x, None)}
+    if not every_stage:
+        del ours["simgraph jit(solve(System)), every stage compiled"]
     calls = {**_peer_fns(c), **ours}
     first = {name: _first_call(fn) for name, (fn, _) in calls.items()}
     warm = interleaved_medians({name: (lambda fn=fn: block(fn())) for name, (fn, _) in calls.items()},
@@ -368,7 +374,8 @@ def run(quick: bool = False) -> dict:
     cases = [("ladder", 10)] if quick else [("pair", 2), ("ladder", 10), ("ladder", 100)]
     repeats = 3 if quick else 7
     return {"latency": [row for case, n in cases
-                        for row in latency_rows(case, n, repeats, fresh_child=not quick)],
+                        for row in latency_rows(case, n, repeats, fresh_child=not quick,
+                                                every_stage=not quick)],
             "large": large_rows(200, 3) if quick else large_rows(2000),
             "batch_recompiles": batch_rows(200, (0.0, 0.3)) if quick else batch_rows(1000),
             "cli": cli_rows(5, ("off",)) if quick else cli_rows(100)}

@@ -290,7 +290,7 @@ def _checked(sol: Solution, throw: bool) -> Solution:
     return raise_if_failed_anywhere(sol) if throw else sol
 
 
-def _sweep_array(value, key: Any) -> jax.Array:
+def _sweep_array(value, key: Any, entry: str = "solve_batch") -> jax.Array:
     """A sweep's values (numpy, lists) as one array: ``device_put`` of the host array, as
     ``jnp.asarray`` compiles a staging program per new numpy shape; a list that holds
     tracers (swept values under ``grad``) is stacked by ``jnp.asarray``."""
@@ -298,26 +298,30 @@ def _sweep_array(value, key: Any) -> jax.Array:
         host = np.asarray(value)
     except jax.errors.TracerArrayConversionError:
         return jnp.asarray(value)
-    check_integer_range(host, f"solve_batch values for {key!r}")
+    if host.dtype.kind not in "biufc":  # text, dates, objects: JAX's error named no key
+        raise TypeError(f"{entry} values for {key!r} are not numbers (numpy reads them as "
+                        f"{host.dtype}): give one number, or array, per batch member.")
+    check_integer_range(host, f"{entry} values for {key!r}")
     return jax.device_put(host)
 
 
-def _sweep_values(system: System, values: Mapping[Any, Any]) -> tuple[tuple, tuple]:
+def _sweep_values(system: System, values: Mapping[Any, Any],
+                  entry: str = "solve_batch") -> tuple[tuple, tuple]:
     """Resolve every key to its parameter leaves and check every value, before tracing."""
     if not isinstance(values, Mapping):
-        raise TypeError("solve_batch of a graph takes {key: values} (one array per swept "
+        raise TypeError(f"{entry} of a graph takes {{key: values}} (one array per swept "
                         f"parameter, batch axis first), got {type(values).__name__}; a flat "
                         "function takes solve_batch(fn, x0, params, params_axes=...).")
     if not values:
-        raise ValueError("solve_batch needs at least one swept parameter: {key: values}; "
-                         "for a single solve use solvers.solve.")
+        raise ValueError(f"{entry} needs at least one swept parameter: {{key: values}}; "
+                         f"for a single run use solvers.{entry.partition('_')[0]}.")
     paths = system.structure.paths
     keys, batched = [], []
     for key, value in values.items():
         sel = paths.sweep_key(key, system._nodes)
-        value = value if isinstance(value, jax.Array) else _sweep_array(value, sel.key)
+        value = value if isinstance(value, jax.Array) else _sweep_array(value, sel.key, entry)
         if value.ndim == 0:
-            raise ValueError(f"solve_batch value for {sel.key!r} is a scalar: give one value "
+            raise ValueError(f"{entry} value for {sel.key!r} is a scalar: give one value "
                              "per batch member, stacked on a leading axis.")
         paths.per_leaf(f"{sel.key!r} per batch member (after the leading batch axis)",
                        sel.picked, tuple(value.shape[1:]))
@@ -327,10 +331,10 @@ def _sweep_values(system: System, values: Mapping[Any, Any]) -> tuple[tuple, tup
         batched.append(value)
     sizes = {sel.key: int(v.shape[0]) for sel, v in zip(keys, batched)}
     if 0 in sizes.values():
-        raise ValueError(f"solve_batch values are empty ({sizes}): give at least one value per "
+        raise ValueError(f"{entry} values are empty ({sizes}): give at least one value per "
                          "swept parameter, stacked on a leading batch axis.")
     if len(set(sizes.values())) > 1:
         listed = ", ".join(f"{k!r}: {n}" for k, n in sizes.items())
-        raise ValueError(f"solve_batch values differ in batch size ({listed}). Every value "
+        raise ValueError(f"{entry} values differ in batch size ({listed}). Every value "
                          "needs one entry per batch member along its leading axis.")
     return tuple(keys), tuple(batched)

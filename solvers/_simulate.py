@@ -284,7 +284,7 @@ def simulate_batch(graph: Any, values: Mapping[Any, Any], t_eval, *, t0=None,
     of them, as ``solve_batch`` splits a batch (a chunk is rounded up to a multiple of the
     device count)."""
     system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
-    keys, batched = _graph._sweep_values(system, values)
+    keys, batched = _graph._sweep_values(system, values, "simulate_batch")
     _refuse_clock_keys(system, keys)
     size = int(batched[0].shape[0])
     chunk = min(size, chunk_for(system.n) if chunk_size is None else int(chunk_size))

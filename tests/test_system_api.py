@@ -202,8 +202,11 @@ def test_method_failures_name_the_node_and_the_method():
             return self.y if self.y > 0 else -self.y  # Python control flow on a traced value
 
     for mode in ("grouped", "objectwise"):
-        with pytest.raises(MethodError, match=r"Branchy\.residual\(\).*\.equations\[0\]|\.equations\[0\].*Branchy\.residual"):
+        with pytest.raises(MethodError, match=r"Branchy\.residual\(\).*\.equations\[0\]|\.equations\[0\].*Branchy\.residual") as info:
             System.build(Equations([Branchy()]), evaluation=mode)
+        assert "0 similar" not in str(info.value)  # "(and 0 similar nodes)" for a lone node
+    with pytest.raises(MethodError, match=r"\.equations\[0\] \(and 1 similar node\) when"):
+        System.build(Equations([Branchy(), Branchy()]), evaluation="grouped")
     assert issubclass(MethodError, ModelError) and issubclass(ModelError, sg.GraphError)
 
 

@@ -187,3 +187,41 @@ def test_a_breakpoint_at_the_time_asked_is_no_corner():
     sol = solvers.simulate(Ramp(solvers.Clock()), TIMES)
     assert int(sol.result) == int(R.successful), sol.message()
     np.testing.assert_allclose(np.asarray(sol.x)[:, 0], TIMES, atol=1e-9)
+
+
+class Corner(sg.ReffableTreeNode):
+    """v = a 1 ns step at 0.25, its corners declared."""
+
+    clock: solvers.Clock
+    v: jax.Array = sg.unknown(default=0.0)
+
+    def residual(self):
+        return self.v - jnp.clip((self.clock.t - 0.25) / 1e-9, 0.0, 1.0)
+
+    def next_breakpoint(self, t):
+        corners = jnp.asarray([0.25, 0.25 + 1e-9], jnp.result_type(t))
+        return jnp.min(jnp.where(corners > t, corners, jnp.inf))
+
+
+def test_a_breakpoint_at_the_time_asked_hides_no_other_elements_corner():
+    # The earliest answer over all elements was taken first, then refused: the Ramp's t
+    # hid the step's corner at 0.25, which the run no longer landed on.
+    clock = solvers.Clock()
+    sol = solvers.simulate(sg.Bundle(Ramp(clock), Corner(clock)), TIMES,
+                           integrator=solvers.Integrator(save_steps=True))
+    assert int(sol.result) == int(R.successful), sol.message()
+    steps = np.asarray(sol.steps_t)[: int(sol.n_steps) + 1]
+    assert 0.25 in steps and 0.25 + 1e-9 in steps
+
+
+def test_batch_values_that_are_not_numbers_and_empty_values_name_the_entry():
+    # Text values gave JAX's "Dtype <U1 is not a valid JAX array type" without the key;
+    # simulate_batch's errors named solve_batch.
+    with pytest.raises(TypeError, match=r"solve_batch values for '.items\[0\].constant' are "
+                       "not numbers"):
+        solvers.solve_batch(_system(), {".items[0].constant": ["a", "b"]})
+    with pytest.raises(ValueError, match=r"^simulate_batch values are empty"):
+        solvers.simulate_batch(Leak(), {"rate": np.zeros(0)}, TIMES)
+    with pytest.raises(ValueError, match=r"^simulate_batch needs at least one swept .*"
+                       "solvers.simulate"):
+        solvers.simulate_batch(Leak(), {}, TIMES)

@@ -130,10 +130,11 @@ def traced_error(an, group, method: str, err: Exception) -> Exception:
     where = _kinds.node_path(an, int(group.slots[0].nodes[0]))
     if isinstance(err, ModelError):
         return type(err)(f"{where}: {err}")
+    others = {0: "", 1: " (and 1 similar node)"}.get(group.count - 1,
+                                                       f" (and {group.count - 1} similar nodes)")
     return MethodError(
-        f"{an.kinds[group.kind].cls.__name__}.{method}() failed for {where} (and "
-        f"{group.count - 1} similar nodes) when traced with abstract values: "
-        f"{type(err).__name__}: {err}")
+        f"{an.kinds[group.kind].cls.__name__}.{method}() failed for {where}{others} when "
+        f"traced with abstract values: {type(err).__name__}: {err}")
 
 
 def plan(an, methods: tuple = _groups.METHODS, probe_fn=None) -> list:

@@ -187,8 +187,9 @@ class _Keys:
                 dt = self.dtypes[v.dtype] = canonical(v.dtype)
             return (tuple(v.shape), dt)
         raise sg.GraphTypeError(
-            f"{where[0].__name__}.{where[1]}: holds a {type(v).__name__}, which is neither an array, a number nor a "
-            "node. Model data must be arrays or numbers; declare other metadata with sg.static()."
+            f"{where[0].__name__}.{where[1]}: holds a value of type {type(v).__name__}, which "
+            "is neither an array, a number nor a node. Model data must be arrays or numbers; "
+            "declare other metadata with sg.static()."
         )
 
 

@@ -107,12 +107,14 @@ class Lowered:
         return out
 
     def next_breakpoint(self, params: dict, t):
-        """The earliest breakpoint strictly after ``t`` over all elements (inf if none)."""
+        """The earliest breakpoint strictly after ``t`` over all elements (inf if none); an
+        element's answer that is not after ``t`` (``t`` itself, NaN) is no breakpoint, and
+        hides no other element's."""
         stores = _grouped.Stores(self.an, jnp.zeros(self.an.n), params)
         best = jnp.asarray(jnp.inf, jnp.result_type(float))
         for g, fn in self.breaks:
             times = _grouped.vmap(fn, g, in_axes=(0, None))(_grouped.gather(g, stores), t)
-            best = jnp.minimum(best, jnp.min(times))
+            best = jnp.minimum(best, jnp.min(jnp.where(times > t, times, jnp.inf)))
         return best
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from jax import lax
 
 from . import _graph
-from .batch._batch import batch_devices, placer
+from .batch._batch import batch_devices, check_chunk_size, placer
 from .linear import _small_lu
 from .linear._auto import AutoLinearSolver
 from .linear._dense import DenseLU
@@ -286,10 +286,9 @@ def simulate_batch(graph: Any, values: Mapping[Any, Any], t_eval, *, t0=None,
     system = graph if isinstance(graph, System) else System.build(graph, evaluation=evaluation)
     keys, batched = _graph._sweep_values(system, values, "simulate_batch")
     _refuse_clock_keys(system, keys)
+    check_chunk_size(chunk_size)  # a whole number: 1.5 was cut to 1
     size = int(batched[0].shape[0])
     chunk = min(size, chunk_for(system.n) if chunk_size is None else int(chunk_size))
-    if chunk < 1:
-        raise ValueError(f"chunk_size must be >= 1, got {chunk_size!r}.")
     n_dev = len(batch_devices())
     chunk = -(-chunk // n_dev) * n_dev  # every device gets the same number of members
     system, cfg, ls, dc = _prepare(system, integrator, initial, evaluation, chunk, dc_solver)

@@ -220,6 +220,8 @@ def test_batch_values_that_are_not_numbers_and_empty_values_name_the_entry():
     with pytest.raises(TypeError, match=r"solve_batch values for '.items\[0\].constant' are "
                        "not numbers"):
         solvers.solve_batch(_system(), {".items[0].constant": ["a", "b"]})
+    with pytest.raises(ValueError, match=r"chunk_size must be a positive number .* got 1\.5"):
+        solvers.simulate_batch(Leak(), {"rate": np.ones(3)}, TIMES, chunk_size=1.5)  # was 1
     with pytest.raises(ValueError, match=r"^simulate_batch values are empty"):
         solvers.simulate_batch(Leak(), {"rate": np.zeros(0)}, TIMES)
     with pytest.raises(ValueError, match=r"^simulate_batch needs at least one swept .*"

@@ -7,59 +7,11 @@ import pytest
 
 import simgraph as sg
 import solvers
+from test_solve_graph import Equation, Provider
+# dv/dt = -v (Decay), t - v (Driven), -k v (Relax)
+from test_transient_arguments import Decay, Driven, Relax
 
 R = solvers.TRANSIENT_RESULTS
-
-
-class Decay(sg.ReffableTreeNode):
-    """dv/dt = -v, from v = 1 (its charge is v)."""
-
-    v: jax.Array = sg.unknown(default=1.0)
-
-    def residual(self):
-        return self.v
-
-    def charge(self):
-        return ((self, self.v),)
-
-
-class Leak(sg.ReffableTreeNode):
-    """dv/dt = -rate v, from v = 1."""
-
-    rate: jax.Array = 1.0
-    v: jax.Array = sg.unknown(default=1.0)
-
-    def residual(self):
-        return self.rate * self.v
-
-    def charge(self):
-        return ((self, self.v),)
-
-
-class Driven(sg.ReffableTreeNode):
-    """dv/dt = t - v from the DC point v = t0."""
-
-    clock: solvers.Clock
-    v: jax.Array = sg.unknown(default=0.0)
-
-    def residual(self):
-        return self.v - self.clock.t
-
-    def charge(self):
-        return ((self, self.v),)
-
-
-class Provider(sg.ReffableTreeNode):
-    value: jax.Array
-
-
-class Equation(sg.ReffableTreeNode):
-    constant: jax.Array
-    gradient: Provider
-    x: jax.Array = sg.unknown(default=0.0)
-
-    def residual(self):
-        return self.gradient.value * self.x - self.constant
 
 
 def _system():
@@ -107,7 +59,7 @@ def test_simulate_refuses_a_start_time_it_cannot_use(t0, message):
 
 
 def test_transient_raise_if_failed_raises_solve_error_with_the_member():
-    sol = solvers.simulate_batch(Leak(), {".rate": jnp.asarray([1.0, 2.0])}, TIMES,
+    sol = solvers.simulate_batch(Relax(), {".k": jnp.asarray([1.0, 2.0])}, TIMES,
                                  initial="given", integrator=solvers.Integrator(max_steps=2))
     with pytest.raises(solvers.SolveError, match="max_steps_reached") as info:
         sol.raise_if_failed()
@@ -221,9 +173,9 @@ def test_batch_values_that_are_not_numbers_and_empty_values_name_the_entry():
                        "not numbers"):
         solvers.solve_batch(_system(), {".items[0].constant": ["a", "b"]})
     with pytest.raises(ValueError, match=r"chunk_size must be a positive number .* got 1\.5"):
-        solvers.simulate_batch(Leak(), {"rate": np.ones(3)}, TIMES, chunk_size=1.5)  # was 1
+        solvers.simulate_batch(Relax(), {"k": np.ones(3)}, TIMES, chunk_size=1.5)  # was 1
     with pytest.raises(ValueError, match=r"^simulate_batch values are empty"):
-        solvers.simulate_batch(Leak(), {"rate": np.zeros(0)}, TIMES)
+        solvers.simulate_batch(Relax(), {"k": np.zeros(0)}, TIMES)
     with pytest.raises(ValueError, match=r"^simulate_batch needs at least one swept .*"
                        "solvers.simulate"):
-        solvers.simulate_batch(Leak(), {}, TIMES)
+        solvers.simulate_batch(Relax(), {}, TIMES)

@@ -179,3 +179,26 @@ def test_batch_values_that_are_not_numbers_and_empty_values_name_the_entry():
     with pytest.raises(ValueError, match=r"^simulate_batch needs at least one swept .*"
                        "solvers.simulate"):
         solvers.simulate_batch(Relax(), {}, TIMES)
+
+
+class Scaled(sg.ReffableTreeNode):
+    c: jax.Array
+    x: jax.Array = sg.unknown(default=0.0)
+    gain: float = sg.static(default=1.0)
+
+    def residual(self):
+        return self.x - self.c * self.gain
+
+
+@pytest.mark.parametrize("key", [".items[0].gain", "Scaled.gain"])
+def test_a_sweep_of_a_static_field_says_it_is_static(key):
+    # It said "selects no parameter of this graph", as for a misspelt key.
+    with pytest.raises(sg.GraphError, match=r"names Scaled\.gain, a static field.*data field"):
+        solvers.solve_batch(sg.Bundle(Scaled(jnp.asarray(1.0))), {key: np.ones(2)})
+
+
+def test_a_sweep_of_an_unknown_points_to_the_graph_and_x0():
+    # It pointed a graph user to x0.at[system.locate(path)] alone, a flat-solve idiom.
+    with pytest.raises(sg.GraphError, match=r"\.items\[0\]\.x is an unknown.*set the field "
+                       r"before solving\) or from x0="):
+        solvers.solve_batch(sg.Bundle(Scaled(jnp.asarray(1.0))), {"items[0].x": np.ones(2)})

@@ -215,8 +215,10 @@ class Paths:
             if hit is not None:
                 if an.kinds[hit[0]].columns[hit[1]].unknown:
                     raise sg.GraphError(
-                        f"{_normalize(where)} is an unknown, not a parameter: set its start value "
-                        "in x0 (x0.at[system.locate(path)].set(value)).")
+                        f"{_normalize(where)} is an unknown, not a parameter: the solve finds its "
+                        "value. Its start comes from the graph (set the field before solving) "
+                        "or from x0= (solve_batch(..., x0=...), in the order of System.x0: "
+                        "x0.at[system.locate(path)].set(value)).")
                 return [hit]
             if where.startswith((".", "[")) or "[" in where:
                 raise sg.GraphError(f"no parameter at key path {where!r}.{_close(where, self._index()[1])}")
@@ -355,6 +357,9 @@ class Paths:
         fields = {f"{k.cls.__name__}.{c.field}" for k in kinds for c in k.columns if not c.unknown}
         return paths + sorted(fields)
 
+    def _static_field(self, text: str) -> str:
+        return _static_field_of(self.s.an.kinds, text)
+
     def _no_such_key(self, key) -> str:
         names = self._parameter_names()
         text = key.strip() if isinstance(key, str) else getattr(key, "__name__", repr(key))
@@ -362,10 +367,25 @@ class Paths:
         near += [m for m in difflib.get_close_matches(text, names, n=3, cutoff=0.5) if m not in near]
         hint = f" Did you mean {', '.join(map(repr, near[:4]))}?" if near else ""
         example = f" (e.g. {names[0]!r})" if names else ""
+        static = self._static_field(text)
+        if static:
+            return (f"solve_batch key {key!r} names {static}, a static field: metadata, part "
+                    "of the graph's structure, not a parameter, so it cannot be swept. Declare "
+                    "it as a data field (without sg.static()) to sweep it, or solve once per "
+                    "value.")
         return (f"solve_batch key {key!r} selects no parameter of this graph.{hint} A key is a "
                 f"key path as jax.tree_util.keystr prints it{example}, with or without the "
                 "leading dot; 'Class.field' for that field of every node of a class; or a "
                 "callable on sg.LeafInfo. list(sg.split(graph)[0]) lists every leaf's key path.")
+
+
+def _static_field_of(kinds, text: str) -> str:
+    """``Class.field`` of a static field that ``text`` (a key or key path) ends with, or ""."""
+    owner, _, field = text.rpartition(".")
+    by_class = owner and not owner.startswith(".") and "[" not in owner  # "Class.field"
+    found = next((k.cls for k in kinds if field in k.cls.__sg_statics__
+                  and (not by_class or k.cls.__name__ == owner)), None)
+    return f"{found.__name__}.{field}" if found is not None else ""
 
 
 def _close(path: str, names: dict) -> str:

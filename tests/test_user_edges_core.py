@@ -202,3 +202,18 @@ def test_a_sweep_of_an_unknown_points_to_the_graph_and_x0():
     with pytest.raises(sg.GraphError, match=r"\.items\[0\]\.x is an unknown.*set the field "
                        r"before solving\) or from x0="):
         solvers.solve_batch(sg.Bundle(Scaled(jnp.asarray(1.0))), {"items[0].x": np.ones(2)})
+
+
+def test_the_value_of_a_node_without_unknowns_is_refused():
+    # It was an empty array, read as the node's value.
+    graph = _system()
+    sol = solvers.solve(graph)
+    np.testing.assert_allclose(np.asarray(sol.value(graph[0])), [0.5])
+    for where in (graph[0].gradient, ".items[0].gradient"):
+        with pytest.raises(sg.GraphError, match="has no unknowns.*solution.system"):
+            sol.value(where)
+    provider = Provider(jnp.asarray(1.0))
+    run = solvers.simulate(sg.Bundle(Decay(), provider), TIMES, initial="given")
+    assert np.asarray(run.value(".items[0]")).shape == (len(TIMES), 1)
+    with pytest.raises(sg.GraphError, match=r"this Provider has no unknowns"):
+        run.value(provider)

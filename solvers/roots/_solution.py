@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import simgraph as sg
+
 from .._concrete import is_concrete
 from .._result import RESULTS
 from ._frame import solution_frame
@@ -127,7 +129,7 @@ class Solution:
 
     def value(self, where) -> jax.Array:
         """The solved unknowns of a node (object or key path) or of one leaf path."""
-        return self.x[..., self._graph("value()").locate(where)]
+        return self.x[..., unknowns_of(self._graph("value()"), where)]
 
     def message(self, index=None) -> str:
         """Human description of one member (``index`` into the batch; None if unbatched)."""
@@ -293,6 +295,18 @@ def _tuple_index(index: tuple, shape: tuple, holder: str) -> tuple:
         raise IndexError(f"member {index!r} is out of range: this {holder}'s batch has shape "
                          f"{shape}.")
     return tuple(int(i) for i in index)
+
+
+def unknowns_of(system: Any, where) -> slice:
+    """``system.locate(where)``, refused where it holds no unknown (an empty array read as
+    the node's value)."""
+    at = system.locate(where)
+    if at.stop > at.start:
+        return at
+    name = repr(where) if isinstance(where, str) else f"this {type(where).__name__}"
+    raise sg.GraphError(f"{name} has no unknowns (its fields are parameters or static): "
+                        "nothing was solved for it. Read its fields from the solved graph "
+                        "(solution.system), or ask for a node that has sg.unknown() fields.")
 
 
 def make_solution(x, result, iterations, num_fev, num_jev, residual_norm,

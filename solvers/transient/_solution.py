@@ -11,7 +11,7 @@ import numpy as np
 
 from .._concrete import is_concrete
 from ..lowering._system import System
-from ..roots._solution import SolveError, _as_index
+from ..roots._solution import SolveError, _as_index, unknowns_of
 from ..roots._solve import _keep_off_fast_path
 from ._integrator import TRANSIENT_RESULTS
 
@@ -57,7 +57,7 @@ class TransientSolution:
 
     def value(self, where) -> jax.Array:
         """The trajectory of a node's unknowns (object or key path): (..., G, size)."""
-        return self.x[..., self.lowered.locate(where)]
+        return self.x[..., unknowns_of(self.lowered, where)]
 
     def message(self, index=None) -> str:
         """How one member's run ended (``index`` into the batch; None if unbatched), with

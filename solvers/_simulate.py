@@ -94,7 +94,20 @@ def _atol(cfg: Integrator, n: int, dtype):
     return atol
 
 
+def _real_kind(values) -> str:
+    """The numpy kind of ``values`` (``"f"`` for a list of tracers, which numpy cannot read)."""
+    if hasattr(values, "dtype"):
+        return np.dtype(values.dtype).kind
+    try:
+        return np.asarray(values).dtype.kind
+    except jax.errors.TracerArrayConversionError:
+        return "f"
+
+
 def _grid(t_eval, t0) -> tuple[jax.Array, jax.Array]:
+    if _real_kind(t_eval) not in "biuf":  # text was parsed as numbers, complex cut to real
+        raise TypeError(f"t_eval must hold real numbers (times), got values of dtype "
+                        f"{np.asarray(t_eval).dtype}.")
     grid = jnp.asarray(t_eval, jnp.result_type(float))
     if grid.ndim != 1 or grid.shape[0] < 1:
         raise ValueError(f"t_eval must be a 1-D array of output times, got shape {grid.shape}.")

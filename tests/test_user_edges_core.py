@@ -217,3 +217,10 @@ def test_the_value_of_a_node_without_unknowns_is_refused():
     assert np.asarray(run.value(".items[0]")).shape == (len(TIMES), 1)
     with pytest.raises(sg.GraphError, match=r"this Provider has no unknowns"):
         run.value(provider)
+
+
+@pytest.mark.parametrize("times", [["0", "1"], np.asarray([0.0, 1.0 + 1.0j])])
+def test_output_times_that_are_not_real_numbers_are_refused(times):
+    # Text was parsed as numbers and complex times silently cut to their real part.
+    with pytest.raises(TypeError, match="t_eval must hold real numbers"):
+        solvers.simulate(Decay(), times, initial="given")

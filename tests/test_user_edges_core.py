@@ -224,3 +224,19 @@ def test_output_times_that_are_not_real_numbers_are_refused(times):
     # Text was parsed as numbers and complex times silently cut to their real part.
     with pytest.raises(TypeError, match="t_eval must hold real numbers"):
         solvers.simulate(Decay(), times, initial="given")
+
+
+def test_a_transient_batch_has_a_summary_and_its_earliest_failure():
+    # Solution had summary() and worst_index(); TransientSolution had neither.
+    cfg = solvers.Integrator(max_steps=40)
+    sol = solvers.simulate_batch(Relax(), {"k": np.asarray([1.0, 1e4, 1e5])}, TIMES,
+                                 initial="given", integrator=cfg)  # fast members run out
+    codes = np.asarray(sol.result)
+    assert codes[0] == int(R.successful) and (codes[1:] == int(R.max_steps_reached)).all()
+    stops = np.asarray(sol.t_stop)
+    assert sol.worst_index() == 1 + int(np.argmin(stops[1:]))
+    text = sol.summary()
+    assert text.startswith("3 run(s): 1 successful, 2 max_steps_reached\nearliest stop: "
+                           f"member {sol.worst_index()}: max_steps_reached at t = ")
+    one = solvers.simulate(Relax(), TIMES, initial="given")
+    assert one.worst_index() is None and one.summary() == "1 run(s): 1 successful"

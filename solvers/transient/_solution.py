@@ -66,6 +66,30 @@ class TransientSolution:
         pick = _as_index(index, codes.shape, "TransientSolution", _PICK)
         return describe(TRANSIENT_RESULTS(int(codes[pick])), stops[pick], index)
 
+    def worst_index(self):
+        """Index of the failed member that stopped earliest (None if all reached the end;
+        ``()`` for one failed run), into this solution's arrays."""
+        codes, stops = self._concrete("worst_index")
+        failed = codes != int(TRANSIENT_RESULTS.successful)
+        if not failed.any():
+            return None
+        if codes.ndim == 0:
+            return ()
+        flat = int(np.argmin(np.where(failed, np.nan_to_num(stops, nan=-np.inf), np.inf)
+                             .reshape(-1)))
+        return flat if codes.ndim == 1 else tuple(map(int, np.unravel_index(flat, codes.shape)))
+
+    def summary(self) -> str:
+        """Counts of each result code, and the failed member that stopped earliest if any."""
+        codes, _ = self._concrete("summary")
+        flat = codes.reshape(-1)
+        counts = {TRANSIENT_RESULTS(c).name: int((flat == c).sum()) for c in np.unique(flat)}
+        text = f"{flat.size} run(s): " + ", ".join(f"{n} {k}" for k, n in counts.items())
+        worst = self.worst_index()
+        if worst is not None:
+            text += "\nearliest stop: " + self.message(None if worst == () else worst)
+        return text
+
     def raise_if_failed(self) -> "TransientSolution":
         """Return self if every member reached the end time, else raise ``SolveError``
         naming the first failed member (``index``, flat) and its code."""

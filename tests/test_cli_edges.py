@@ -2,17 +2,12 @@
 file (and line), before any solving, and never a traceback."""
 from __future__ import annotations
 
-import json
-import math
 import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from scenarios import _cli
-from scenarios._json_text import json_text
 
 DATA = Path(__file__).resolve().parent.parent / "scenarios" / "data"
 
@@ -108,34 +103,3 @@ class _NeverRun:
     def run(self, *args, **kwargs):
         raise AssertionError("the scenario ran before its arguments were checked")
 
-
-_FLOATS = st.floats(allow_nan=True, allow_infinity=True)
-_SCALARS = st.none() | st.booleans() | st.integers(-5, 5) | _FLOATS | st.text(max_size=4)
-_KEYS = st.text(max_size=3) | st.integers(-3, 3) | st.booleans() | st.none() | _FLOATS
-_DOCS = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=40)
-                     | st.dictionaries(_KEYS, inner, max_size=40), max_leaves=120)
-
-
-def _nulled(value):
-    """``value`` with every non-finite float as None (what strict JSON can hold)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, list):
-        return [_nulled(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _nulled(v) for k, v in value.items()}
-    return value
-
-
-def _refuse(constant):
-    raise ValueError(f"not JSON: {constant}")
-
-
-@settings(max_examples=150, deadline=None)
-@given(_DOCS)
-def test_json_files_are_strict_json_with_null_for_nan_and_infinity(doc):
-    # --json wrote NaN and Infinity literals, which jq, JavaScript and most parsers refuse
-    text = json_text(doc)  # keys as json writes them (int, float, bool and None keys too)
-    assert json.loads(text, parse_constant=_refuse) == json.loads(json.dumps(_nulled(doc)))
-    if json.dumps(_nulled(doc)) == json.dumps(doc):  # finite: json's text, to the character
-        assert text == json.dumps(doc, indent=2)

@@ -118,28 +118,53 @@ def test_cell_arrays_are_skipped_up_to_their_closing_brace() -> None:
     assert m.data.tolist() == [[1.0, 2.0, 3.0]] and m.lines.tolist() == [5005]
 
 
+_KEYS = st.text(max_size=4) | st.integers(-3, 3) | st.booleans() | st.none() | st.floats(
+    allow_nan=False, allow_infinity=False)  # json writes these keys as text too
 JSON_VALUES = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5),
               st.floats(allow_nan=True, allow_infinity=True)),
     lambda inner: st.one_of(
         st.lists(inner, max_size=4),
-        st.dictionaries(st.text(max_size=4), inner, max_size=4),
+        st.dictionaries(_KEYS, inner, max_size=4),
         st.dictionaries(st.text(max_size=6), st.floats(), min_size=30, max_size=60),
         st.lists(st.floats(), min_size=1, max_size=40)),  # waveforms (NaN, inf included)
     max_leaves=200)
 
 
+def _nulled(value):
+    """``value`` with every NaN and infinity as None: what strict JSON holds."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, list):
+        return [_nulled(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _nulled(v) for k, v in value.items()}
+    return value
+
+
+def _refuse(constant):
+    raise ValueError(f"not JSON: {constant}")
+
+
+def _strict_json_dumps(value) -> str:
+    """json's own text of ``value``, with NaN and infinities written as null."""
+    return json.dumps(_nulled(value), indent=2, allow_nan=False)
+
+
 @settings(max_examples=200, deadline=None)
 @given(value=JSON_VALUES)
-def test_json_text_is_json_dumps_indent_2(value) -> None:
-    assert json_text(value) == json.dumps(value, indent=2, allow_nan=True)
+def test_json_text_is_json_dumps_indent_2_with_null_for_nan(value) -> None:
+    # --json wrote NaN and Infinity literals, which jq, JavaScript and most parsers refuse
+    text = json_text(value)
+    assert text == _strict_json_dumps(value)
+    assert json.loads(text, parse_constant=_refuse) == json.loads(_strict_json_dumps(value))
 
 
 def test_json_text_of_a_result_document() -> None:
     doc = {"vm": {str(k): 1.0 + k * 1e-9 for k in range(100)}, "converged": True,
            "va_deg": {str(k): -math.pi * k for k in range(100)}, "attempts": [{"a": 1}],
-           "empty": {}, "none": [], "odd": {1: 2.0}}
-    assert json_text(doc) == json.dumps(doc, indent=2, allow_nan=True)
+           "empty": {}, "none": [], "odd": {1: 2.0}, "bad": {str(k): math.inf for k in range(40)}}
+    assert json_text(doc) == _strict_json_dumps(doc)
 
 
 def test_json_text_of_a_transient_document() -> None:
@@ -147,4 +172,5 @@ def test_json_text_of_a_transient_document() -> None:
     doc = {"time": [k * 1e-9 for k in range(200)],
            "node_voltages": {f"n{k}": [math.sin(k * t) for t in range(50)] for k in range(40)},
            "odd": [[0.5, math.nan, 1.5], [1, 2], [1.0, 2], [-0.0, 1e300, 5e-324]]}
-    assert json_text(doc) == json.dumps(doc, indent=2, allow_nan=True)
+    assert json_text(doc) == _strict_json_dumps(doc)
+    assert '"odd": [\n    [\n      0.5,\n      null,' in json_text(doc)

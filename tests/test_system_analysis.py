@@ -79,7 +79,11 @@ class Root(sg.ReffableTreeNode):
     cells: list
 
 
-_VALUES = st.sampled_from([1.0, 2, True, None, (1.0, 2.0), [3.0], {"a": 1.0}, "bad",
+class _NoData:
+    """A leaf that is no data (a string is refused already where it is assigned)."""
+
+
+_VALUES = st.sampled_from([1.0, 2, True, None, (1.0, 2.0), [3.0], {"a": 1.0}, _NoData(),
                            np.float32(1.0), np.ones(2), np.ones(3, np.int32), jnp.zeros(())])
 
 
@@ -151,14 +155,18 @@ def test_a_prng_key_leaf_is_refused_with_the_field_and_the_fix():
 
 
 @pytest.mark.parametrize("wrap", [lambda a: [a], lambda a: {"a": a}, np.ma.masked_array])
-def test_a_numpy_object_array_inside_a_container_is_refused_with_the_field(wrap):
+@pytest.mark.parametrize("node", [True, False])
+def test_a_numpy_object_array_inside_a_container_is_refused_with_the_field(wrap, node):
     # A field set to one directly is refused where it is set; inside a list or a dict (or as
-    # an ndarray subclass) it reached JAX, which failed naming solve_core's arguments.
+    # an ndarray subclass) it reached JAX, which failed naming solve_core's arguments. One
+    # holding nodes is refused by the graph walk (sg.nodes and tree_map too), one without
+    # by the lowering.
     table = np.empty(2, dtype=object)
-    table[:] = [_Keyed(jnp.zeros(2), 1.0), "a"]
+    table[:] = [_Keyed(jnp.zeros(2), 1.0) if node else "b", "a"]
     graph = sg.Bundle(_Keyed(jnp.zeros(2), 1.0), _Keyed(wrap(table), 1.0))
-    with pytest.raises(sg.GraphTypeError, match=r"_Keyed\.key: holds a numpy array of dtype "
-                       r"object.*plain list"):
+    expect = (r"\.items\[1\]\.key: a numpy array of dtype object holds nodes" if node else
+              r"_Keyed\.key: holds a numpy array of dtype object.*plain list")
+    with pytest.raises(sg.GraphTypeError, match=expect):
         solvers.solve(graph)
 
 

@@ -25,6 +25,7 @@ from scenarios.thermal import read_thermal_data
 from scenarios.truss import read_truss_data
 from solvers.batch._sweep_store import SweepStore
 from graph_models import Shared
+from test_graph_file_safety import _paths as _json_paths  # every key path of a JSON value
 from test_sweeps import FIELDS, NEWTON, VALUES, same, sweep
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -251,13 +252,6 @@ _INPUTS = {"scenarios/data/thermal/shielded_plates.json": read_thermal_data,
            "tests/data/acpf/case9.json": read_case_json}
 _VALUES = st.sampled_from([None, True, False, 0, -1, 2, 1.5, 1e308, 10 ** 400, "x", "PQ", [],
                            {}, [1.0, 2.0], [0.0] * 3, {"a": 1}, [[1]], 1e-320])
-
-
-def _json_paths(value, prefix=()):
-    yield prefix
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for k, v in items:
-        yield from _json_paths(v, prefix + (k,))
 
 
 @_FUZZ

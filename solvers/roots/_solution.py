@@ -161,8 +161,7 @@ class Solution:
             return ()
         score = np.where(np.isfinite(norms), norms, np.inf)
         score = np.where(failed, score, -1.0)
-        flat = int(np.argmax(score.reshape(-1)))
-        return flat if codes.ndim == 1 else tuple(map(int, np.unravel_index(flat, codes.shape)))
+        return member_index(int(np.argmax(score.reshape(-1))), codes.shape)
 
     def summary(self) -> str:
         """Counts of each result code, and the worst failed member if any."""
@@ -295,6 +294,12 @@ def _tuple_index(index: tuple, shape: tuple, holder: str) -> tuple:
         raise IndexError(f"member {index!r} is out of range: this {holder}'s batch has shape "
                          f"{shape}.")
     return tuple(int(i) for i in index)
+
+
+def member_index(flat: int, shape: tuple):
+    """Member ``flat`` of a batch of ``shape`` as its index: an int for one batch axis, a
+    tuple for several."""
+    return flat if len(shape) == 1 else tuple(map(int, np.unravel_index(flat, shape)))
 
 
 def unknowns_of(system: Any, where) -> slice:

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._concrete import is_concrete
 from ..lowering._system import System
-from ..roots._solution import SolveError, _as_index, unknowns_of
+from ..roots._solution import SolveError, _as_index, member_index, unknowns_of
 from ..roots._solve import _keep_off_fast_path
 from ._integrator import TRANSIENT_RESULTS
 
@@ -75,9 +75,8 @@ class TransientSolution:
             return None
         if codes.ndim == 0:
             return ()
-        flat = int(np.argmin(np.where(failed, np.nan_to_num(stops, nan=-np.inf), np.inf)
-                             .reshape(-1)))
-        return flat if codes.ndim == 1 else tuple(map(int, np.unravel_index(flat, codes.shape)))
+        earliest = np.where(failed, np.nan_to_num(stops, nan=-np.inf), np.inf)
+        return member_index(int(np.argmin(earliest.reshape(-1))), codes.shape)
 
     def summary(self) -> str:
         """Counts of each result code, and the failed member that stopped earliest if any."""

@@ -160,12 +160,10 @@ def _next_break(problem, params, t, t_end):
     the span after ``t`` (the same corner computed another way, e.g. a pulse's end at the
     next period's start); one that close before ``t_end`` is ``t_end`` (a pulse's corner an
     ulp short of a tstop that is a multiple of its period would leave an ulp to step).
-    A corner not after the time asked (an element's ``next_breakpoint`` returning ``t``
-    itself, or NaN) is no corner: stepping to it would take ever smaller steps until
-    ``max_steps``."""
+    Corners not after the time asked are dropped where the elements' answers are
+    gathered (`Storage.next_breakpoint`)."""
     tol = 1e-12 * jnp.maximum(jnp.abs(t_end), jnp.abs(t))
-    raw = problem.next_breakpoint(params, t + tol)
-    bp = jnp.minimum(jnp.where(raw > t + tol, raw, jnp.inf), t_end)
+    bp = jnp.minimum(problem.next_breakpoint(params, t + tol), t_end)
     return jnp.where(bp >= t_end - tol, t_end, bp)
 
 

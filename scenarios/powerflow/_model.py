@@ -132,7 +132,7 @@ class PowerResult(NamedTables, AbstractMemberResult):
     def _compute(self) -> dict:
         g, case = self.solved.graph, self.model.case
         buses = [g.buses[b.id] for b in case.buses]
-        self._vm, self._va = _positive_magnitude(self._column(buses, "vm"),
+        self._vm, self._va = _as_matpower_reports(self._column(buses, "vm"),
                                                  self._column(buses, "va"))
         branches = {f: self._column(g.branches, f) for f in ("r", "x", "b", "tap", "shift")}
         self._flows = _branch_flows(case, self._vm, self._va, branches)
@@ -220,14 +220,18 @@ class PowerResult(NamedTables, AbstractMemberResult):
         return {"bus": bus_frame(self), "branch": branch_frame(self)}
 
 
-def _positive_magnitude(vm: np.ndarray, va: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The same complex voltages with ``vm >= 0``: Newton from a start with a negative Vm
-    (a case file's VM column) can land on ``-|V|`` at ``Va + 180 deg``; MATPOWER reports
-    ``|V|``, and so do results (the angle turned by 180 deg towards 0)."""
+def _as_matpower_reports(vm: np.ndarray, va: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The same complex voltages as MATPOWER reports them: ``vm >= 0`` and ``va`` in
+    (-180, 180] deg (its ``angle(V)``). Newton from a start with a negative Vm (a case file's
+    VM column) can land on ``-|V|`` at ``Va + 180 deg``, and from an angle start of 3600 deg
+    on a root 3600 deg away from MATPOWER's; angles already in range are kept bit for bit."""
     flip = vm < 0
-    if not flip.any():
-        return vm, va
-    return np.abs(vm), np.where(flip, va - np.copysign(np.pi, va), va)
+    if flip.any():
+        vm, va = np.abs(vm), np.where(flip, va - np.copysign(np.pi, va), va)
+    outside = (va <= -np.pi) | (va > np.pi)
+    if outside.any():
+        va = np.where(outside, np.pi - np.remainder(np.pi - va, 2 * np.pi), va)
+    return vm, va
 
 
 def _branch_flows(case: PowerCase, vm, va, branches: dict) -> np.ndarray:

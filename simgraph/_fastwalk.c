@@ -24,6 +24,10 @@
  *   classify). From the first column that is not uniform on, a field's result is the list of
  *   its values, which the caller handles per member, in order.
  *
+ * any_object_array(leaves, array_type) -> whether some item of the list `leaves` is an
+ *   `array_type` (numpy.ndarray; subclasses too) whose dtype holds objects (dtype.hasobject),
+ *   as _outside.hiding asks: numeric arrays, the usual case, are passed over at C speed.
+ *
  * unflatten(aux, children, count, swap_refs): see _fastrebuild.c.
  * traverse(root, base, leaf_types, array_type, helpers): the whole walk, see _fasttraverse.c.
  *
@@ -430,11 +434,77 @@ fail:
 }
 
 
+static PyObject *dtype_name, *hasobject_name;  /* "dtype", "hasobject" (made at import) */
+
+/* The C getter of type t's own `dtype` attribute (what `array.dtype` calls once the attribute
+ * is looked up), with a new reference to its descriptor in *owner; NULL if the attribute is
+ * not a getset descriptor of t itself (or on error, with an exception set). */
+static PyGetSetDef *
+dtype_getter(PyTypeObject *t, PyObject **owner)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *dict = PyType_GetDict(t);
+#else
+    PyObject *dict = Py_XNewRef(t->tp_dict);
+#endif
+    PyObject *descr = dict != NULL ? PyDict_GetItemWithError(dict, dtype_name) : NULL;
+    *owner = Py_XNewRef(descr);
+    Py_XDECREF(dict);
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyGetSetDescr_Type) || PyDescr_TYPE(descr) != t
+        || ((PyGetSetDescrObject *)descr)->d_getset->get == NULL)
+        return NULL;
+    return ((PyGetSetDescrObject *)descr)->d_getset;
+}
+
+/* any_object_array(leaves, array_type): see the top of this file. Without numpy's headers (the
+ * build does not need numpy): an exact ndarray's dtype comes from the type's C getter, a
+ * subclass's (or any, if the getter is not found) by getattr. dtype.hasobject is read once per
+ * run of equal dtypes: the last dtype seen to hold no objects is kept (a reference) and
+ * compared by identity, as numpy's arrays share their dtype objects. */
+static PyObject *
+any_object_array(PyObject *self, PyObject *args)
+{
+    PyObject *leaves, *type, *owner = NULL, *numeric = NULL;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &leaves, &PyType_Type, &type))
+        return NULL;
+    PyTypeObject *array_type = (PyTypeObject *)type;
+    PyGetSetDef *getset = dtype_getter(array_type, &owner);
+    int found = PyErr_Occurred() ? -1 : 0;  /* 1: an object array, -1: an error */
+    for (Py_ssize_t i = 0; found == 0 && i < PyList_GET_SIZE(leaves); i++) {
+        PyObject *leaf = PyList_GET_ITEM(leaves, i), *dtype;
+        if (getset != NULL && Py_IS_TYPE(leaf, array_type))
+            dtype = getset->get(leaf, getset->closure);
+        else if (PyObject_TypeCheck(leaf, array_type)) {
+            Py_INCREF(leaf);  /* a subclass's dtype may run Python code (that edits leaves) */
+            dtype = PyObject_GetAttr(leaf, dtype_name);
+            Py_DECREF(leaf);
+        }
+        else
+            continue;
+        if (dtype == NULL || dtype == numeric) {
+            found = dtype == NULL ? -1 : 0;
+            Py_XDECREF(dtype);
+            continue;
+        }
+        PyObject *flag = PyObject_GetAttr(dtype, hasobject_name);
+        found = flag != NULL ? PyObject_IsTrue(flag) : -1;
+        Py_XDECREF(flag);
+        if (found == 0)
+            Py_XSETREF(numeric, dtype);  /* steals dtype */
+        else
+            Py_DECREF(dtype);
+    }
+    Py_XDECREF(numeric);
+    Py_XDECREF(owner);
+    return found < 0 ? NULL : PyBool_FromLong(found);
+}
+
 static PyMethodDef methods[] = {
     {"classify", classify, METH_VARARGS, "Spec of a uniform column (children or ids), or None."},
     {"ref_ids", ref_ids, METH_VARARGS, "Ids of a list or tuple of nodes, or None."},
     {"read_group", read_group, METH_VARARGS, "Every field of a group of nodes, emitted in one pass."},
     {"str_dict_ids", str_dict_ids, METH_VARARGS, "Sorted keys and node ids of a dict of nodes."},
+    {"any_object_array", any_object_array, METH_VARARGS, "Whether a list holds an object array."},
     {"traverse", fastwalk_traverse, METH_VARARGS, "The whole walk: (children, aux, nodes)."},
     {"unflatten", fastwalk_unflatten, METH_VARARGS, "Rebuild a graph from its aux data and children."},
     {NULL, NULL, 0, NULL},
@@ -448,5 +518,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__fastwalk(void)
 {
+    dtype_name = PyUnicode_InternFromString("dtype");
+    hasobject_name = PyUnicode_InternFromString("hasobject");
+    if (dtype_name == NULL || hasobject_name == NULL)
+        return NULL;
     return PyModule_Create(&module);
 }

@@ -23,16 +23,23 @@ def holds_node(value: Any, base: type, depth: int = 0) -> bool:
             and any(holds_node(v, base, depth + 1) for v in value))
 
 
-def hiding(leaves: list, types: set, base: type) -> Any:
-    """The first of a container's ``leaves`` (of ``types``) that hides nodes, or None."""
+def hiding(leaves: list, types: set, base: type, any_object_array=None) -> Any:
+    """The first of a container's ``leaves`` (of ``types``) that hides nodes, or None.
+    ``any_object_array(leaves, np.ndarray)``, where given (``_fastwalk.any_object_array``, the
+    C accelerator), says whether some leaf is an array of dtype object in one C pass."""
     if not any(issubclass(t, _OPAQUE) for t in types):
         if not any(issubclass(t, np.ndarray) for t in types):
             return None
-        arrays = leaves if types == {np.ndarray} else [
-            x for x in leaves if isinstance(x, np.ndarray)]
-        if not any(map(_has_object, arrays)):  # numeric arrays, the usual case: a pass in C
-            return None
-        leaves = arrays
+        if any_object_array is not None:
+            if not any_object_array(leaves, np.ndarray):  # numeric arrays, the usual case
+                return None
+            leaves = [x for x in leaves if isinstance(x, np.ndarray)]
+        else:
+            arrays = leaves if types == {np.ndarray} else [
+                x for x in leaves if isinstance(x, np.ndarray)]
+            if not any(map(_has_object, arrays)):  # numeric arrays: attrgetter's pass in C
+                return None
+            leaves = arrays
     return next((x for x in leaves if hides_nodes(x, base)), None)
 
 

@@ -290,7 +290,8 @@ def _container(value, index, nodes, children, base):
             return spec
     leaves, treedef = _flatten_container(value, base)
     types = set(map(type, leaves))
-    hiding = _outside.hiding(leaves, types, base)  # beside the nodes JAX sees, too
+    hiding = _outside.hiding(leaves, types, base,  # beside the nodes JAX sees, too
+                             getattr(_fastwalk, "any_object_array", None))  # None: in Python
     if hiding is not None:
         raise _Refused(_outside.hidden_message(hiding))
     if not any(issubclass(t, base) for t in types):

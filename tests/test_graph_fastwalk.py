@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+import sys
 from typing import Optional
 
 import jax
@@ -239,6 +241,10 @@ def test_dicts_of_nodes_flatten_and_unflatten_identically(monkeypatch):
         assert list(again.by_name) == sorted(names) and again.label == "k2"
 
 
+needs_c = pytest.mark.skipif(_walk._fastwalk is None, reason="simgraph._fastwalk is not built")
+
+
+@needs_c
 def test_malformed_aux_is_an_error_not_a_crash():
     leaves, treedef = jax.tree_util.tree_flatten(Root([Leafy(1.0), Leafy(2.0)]))
     aux = treedef.node_data()[1]
@@ -360,9 +366,6 @@ def _outcome(root, fast: bool, monkeypatch):
             return type(e), str(e)
 
 
-needs_c = pytest.mark.skipif(_walk._fastwalk is None, reason="simgraph._fastwalk is not built")
-
-
 def _c_walk(root):
     """The C walk itself, with no fallback to the Python walk."""
     return _walk._fastwalk.traverse(root, _walk._node_base(), _walk._LEAF_TYPES,
@@ -429,3 +432,62 @@ def test_single_node_levels_and_classes_in_order_of_first_appearance(monkeypatch
     assert_same(_c_walk(root), slow)
     assert [g[0] for g in slow[1][1:4]] == [QNode, PNode, RNode]
     assert slow[1][1][1] == (1, 4) and slow[1][2][1] == (2, 5)  # members: tuples, not ranges
+
+
+# Object arrays inside containers (_outside.hiding): where the accelerator is built, one C pass
+# (_fastwalk.any_object_array) passes over the numeric arrays beside them; the Python walk reads
+# each array's dtype.hasobject. Both refuse the same containers.
+
+class _Flagged(np.ndarray):
+    """An ndarray subclass: the C pass reads its dtype by getattr, not ndarray's own getter."""
+
+
+def _object_array(*items):
+    table = np.empty(len(items), dtype=object)
+    table[:] = items
+    return table
+
+
+@needs_c
+def test_object_arrays_are_found_in_c_as_in_python():
+    numeric = [np.zeros(2), np.arange(3), np.zeros(2, ">f8"), np.array(["a"]), np.float64(1.0)]
+    hiding = [_object_array(1.0, "a"), np.zeros(1, [("a", "O"), ("b", "f8")]),
+              _object_array(1.0).view(_Flagged), np.ma.masked_array(_object_array(2.0))]
+    others = [1.0, None, Leafy(1.0), jnp.zeros(2), np.zeros(2).view(_Flagged),
+              np.ma.masked_array([1.0])]
+    for leaves in [[], others, numeric + others, *([x] + numeric for x in hiding),
+                   *(numeric + others + [x] for x in hiding)]:
+        expect = any(isinstance(x, np.ndarray) and x.dtype.hasobject for x in leaves)
+        assert _walk._fastwalk.any_object_array(leaves, np.ndarray) is expect
+
+
+@needs_c
+def test_the_c_pass_over_arrays_passes_errors_on_and_keeps_no_reference():
+    class NoDtype(np.ndarray):
+        @property
+        def dtype(self):
+            raise RuntimeError("no dtype here")
+
+    arrays = [np.zeros(2), np.zeros(3).view(NoDtype), _object_array(1.0)]
+    f8, obj = arrays[0].dtype, arrays[2].dtype
+    counts = lambda: [sys.getrefcount(x) for x in (*arrays, f8, obj)]  # noqa: E731
+    before = counts()
+    for _ in range(100):
+        with pytest.raises(RuntimeError, match="no dtype here"):
+            _walk._fastwalk.any_object_array(arrays, np.ndarray)
+        assert _walk._fastwalk.any_object_array(arrays[::2], np.ndarray) is True
+        assert _walk._fastwalk.any_object_array(arrays[:1] * 3, np.ndarray) is False
+    assert counts() == before
+
+
+@pytest.mark.parametrize("make", [
+    lambda t: [np.zeros(2), t], lambda t: [Leafy(1.0), np.zeros(2), t],
+    lambda t: {"rows": (np.zeros(2), Leafy(2.0), t)}, lambda t: [np.zeros(2), t.view(_Flagged)],
+    lambda t: [Leafy(1.0), np.ma.masked_array(t)]])
+def test_object_arrays_beside_numeric_arrays_and_nodes_are_refused_in_both_paths(monkeypatch, make):
+    root = Root([Leafy(make(_object_array(Leafy(3.0), Leafy(4.0))))])
+    fast, slow = _outcome(root, True, monkeypatch), _outcome(root, False, monkeypatch)
+    assert fast == slow and slow[0] is sg.GraphTypeError
+    assert re.search(r"\.items\[0\]\.value: a numpy array of dtype object holds nodes", slow[1])
+    data = Root([Leafy(make(_object_array(1.0, "a")))])  # no nodes: data to the walk, as before
+    assert_same(*flatten_both(data, monkeypatch))

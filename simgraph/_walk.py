@@ -35,7 +35,8 @@ import jax
 import numpy as np
 
 from . import _fields, _outside
-from ._errors import GraphError, GraphTypeError, at
+from ._errors import GraphTypeError, at
+from ._walk_errors import check_hashable, missing_field, not_a_node, path_of
 from ._keys import NodeRef
 
 try:  # optional C accelerator of the column reads below (same results)
@@ -143,7 +144,7 @@ def _group(cls: type, members: tuple, objs: list, ctx: tuple) -> tuple:
             columns = [tuple(map(getter, dicts)) for getter in dynamic_getters]
         statics = tuple([tuple(map(getter, dicts)) for getter in static_getters])
     except KeyError as e:
-        raise _missing_field(ctx[0], objs, e.args[0]) from None
+        raise missing_field(ctx[0], objs, e.args[0]) from None
     if _fastwalk:
         specs = [r if type(r) is not list else _fast_column(n, kind, r, objs, ctx)
                  for n, kind, r in zip(names, refkinds, results)]
@@ -153,7 +154,7 @@ def _group(cls: type, members: tuple, objs: list, ctx: tuple) -> tuple:
         try:
             hash(statics)
         except TypeError:
-            _check_hashable(ctx[0], cls, objs, statics)
+            check_hashable(ctx[0], cls, objs, statics)
     return (cls, members, statics, tuple(specs))
 
 
@@ -173,12 +174,12 @@ def _single(node: Any, k: int, ctx: tuple) -> tuple:
         values = [d[name] for name in names]
         statics = tuple([(getter(d),) for getter in static_getters])
     except KeyError as e:
-        raise _missing_field(ctx[0], [node], e.args[0]) from None
+        raise missing_field(ctx[0], [node], e.args[0]) from None
     if statics:
         try:
             hash(statics)
         except TypeError:
-            _check_hashable(ctx[0], cls, [node], statics)
+            check_hashable(ctx[0], cls, [node], statics)
     specs = []
     for name, kind, value in zip(names, refkinds, values):
         if isinstance(value, ctx[4]):
@@ -266,7 +267,7 @@ def _element(value: Any, name: str, kind: int, obj: Any, ctx: tuple):
     if isinstance(value, base):
         return _reference_id(value, index, nodes)
     if kind == _fields.REF_REQUIRED or (kind == _fields.REF_OPTIONAL and value is not None):
-        raise _not_a_node(root, obj, name, value)
+        raise not_a_node(root, obj, name, value)
     if value is None or _is_leaf_type(type(value)):
         children.append(value)
         return CHILD
@@ -377,48 +378,6 @@ def _str_dict_treedef(keys: tuple):
     """The treedef of a dict with these (sorted; all str or all int) keys, each value one leaf.
     A pure function of the keys: caching it keeps nothing of any graph."""
     return jax.tree_util.tree_structure(dict.fromkeys(keys, 0))
-
-
-def path_of(root: Any, target: Any) -> str:
-    """The key path of ``target`` in the graph of ``root`` (for error messages only)."""
-    from ._tables import path_of as _path_of
-
-    return _path_of(root, target)
-
-
-def _missing_field(root, objs, name) -> GraphError:
-    node = next(o for o in objs if name not in o.__dict__)
-    path = at(path_of(root, node))
-    return GraphError(
-        f"{path}: {type(node).__name__} has no value for field {name!r}. Set it (fields are "
-        "declared by annotation and must all hold a value before the graph is used)."
-    )
-
-
-def _not_a_node(root, node, name, value) -> GraphTypeError:
-    path = at(path_of(root, node) + f".{name}")
-    want = type(node).__dataclass_fields__[name].type
-    want = getattr(want, "__name__", want)
-    return GraphTypeError(
-        f"{path}: reference field {name!r} of {type(node).__name__} must hold a node "
-        f"({want}), got {type(value).__name__}. Pass a node object, or change the "
-        "annotation if this field holds data."
-    )
-
-
-def _check_hashable(root, cls, objs, statics) -> None:
-    for name, column in zip(cls.__sg_layout__.static, statics):
-        for node, value in zip(objs, column):
-            try:
-                hash(value)
-            except TypeError:
-                path = at(path_of(root, node) + f".{name}")
-                raise GraphTypeError(
-                    f"{path}: static field {name!r} holds an unhashable "
-                    f"{type(value).__name__}. Static values are part of the structure and must "
-                    "be hashable: use a tuple or frozenset, or declare the field as state."
-                ) from None
-    hash(statics)
 
 
 # What the C walk (``_fastwalk.traverse``) calls back for the cases it leaves to Python.

@@ -83,7 +83,11 @@ def solve_batch(problem: Any, *args: Any, **options: Any) -> Solution:
       ``values`` maps keys to arrays whose leading axis is the batch. A key is a key path as
       ``jax.tree_util.keystr`` prints it (``".source.voltage"``, ``"source.voltage"``),
       ``"Class.field"`` (that field of every node of the class) or a filter on
-      ``sg.LeafInfo``; keys are checked before anything is compiled. ``x0``: (n,) or (B, n);
+      ``sg.LeafInfo``; keys are checked before anything is compiled. ``x0``: (n,) or (B, n).
+      Values are cast to the leaf's dtype (float64 into float32 rounds); refused: a float
+      into an integer or bool leaf, a complex into a real one, and concrete values the cast
+      would change: a finite value that overflows to inf, an integer outside the leaf's
+      range, anything but 0/1 into a bool leaf (traced values follow JAX's casts);
     * ``solve_batch(fn, x0, params, *, params_axes=0, solver=None, step_limit=None,
       continuation=None, chunk_size=None, progress=None, sparsity=None, throw=False)``:
       ``params_axes`` 0 (batched along the leading axis) or None (shared), or a prefix
@@ -290,9 +294,10 @@ def _checked(sol: Solution, throw: bool) -> Solution:
     return raise_if_failed_anywhere(sol) if throw else sol
 
 
-def _sweep_array(value, key: Any, entry: str = "solve_batch") -> jax.Array:
-    """A sweep's values (numpy, lists) as one array: ``device_put`` of the host array, as
-    ``jnp.asarray`` compiles a staging program per new numpy shape; a list that holds
+def _sweep_array(value, key: Any, entry: str = "solve_batch") -> Any:
+    """A sweep's values (numpy, lists) as one host array, checked and put on the device by
+    `_sweep_values` (``jnp.asarray`` would compile a staging program per new numpy shape,
+    and narrow float64 to float32 while x64 is off before the check); a list that holds
     tracers (swept values under ``grad``) is stacked by ``jnp.asarray``."""
     try:
         host = np.asarray(value)
@@ -302,7 +307,7 @@ def _sweep_array(value, key: Any, entry: str = "solve_batch") -> jax.Array:
         raise TypeError(f"{entry} values for {key!r} are not numbers (numpy reads them as "
                         f"{host.dtype}): give one number, or array, per batch member.")
     check_integer_range(host, f"{entry} values for {key!r}")
-    return jax.device_put(host)
+    return host
 
 
 def _sweep_values(system: System, values: Mapping[Any, Any],
@@ -323,12 +328,12 @@ def _sweep_values(system: System, values: Mapping[Any, Any],
         if value.ndim == 0:
             raise ValueError(f"{entry} value for {sel.key!r} is a scalar: give one value "
                              "per batch member, stacked on a leading axis.")
-        paths.per_leaf(f"{sel.key!r} per batch member (after the leading batch axis)",
-                       sel.picked, tuple(value.shape[1:]))
-        paths.check_dtype(repr(sel.key), sel.picked, value.dtype)
+        per_leaf = paths.per_leaf(f"{sel.key!r} per batch member (after the leading batch "
+                                  "axis)", sel.picked, tuple(value.shape[1:]))
+        paths.check_dtype(repr(sel.key), sel.picked, value.dtype, value, 1 if per_leaf else None)
         _check_disjoint(paths, keys, sel)
         keys.append(sel)
-        batched.append(value)
+        batched.append(jax.device_put(value) if isinstance(value, np.ndarray) else value)
     sizes = {sel.key: int(v.shape[0]) for sel, v in zip(keys, batched)}
     if 0 in sizes.values():
         raise ValueError(f"{entry} values are empty ({sizes}): give at least one value per "

@@ -290,7 +290,8 @@ def simulate_batch(graph: Any, values: Mapping[Any, Any], t_eval, *, t0=None,
                    dc_solver=None, evaluation: str = "auto", chunk_size: Optional[int] = None,
                    throw: bool = False) -> TransientSolution:
     """One transient per batch member (``values`` as in ``solvers.solve_batch``: key ->
-    values with the batch on the leading axis), each with its own steps, in one compiled
+    values with the batch on the leading axis, cast to the leaves' dtypes by the same
+    rule), each with its own steps, in one compiled
     program (``jax.vmap`` of :func:`simulate`'s) run over chunks of ``chunk_size`` members
     (default `chunk_for`: a batched step's working set stays in cache; the last chunk is
     padded, so one size compiles once). With several devices, each chunk is split over all

@@ -143,6 +143,51 @@ def test_values_that_would_lose_their_kind_are_refused(no_solve):
     assert unsigned.set_params(unsigned.params, {".items[0].c": 5})["Cubic"]["c"].tolist() == [5]
 
 
+@pytest.mark.parametrize("leaf, values, match", [
+    (np.float32(2.0), [2.0, 1e300], r"holds 1e\+300, .* \(float32\) .* become inf\. .*float64"),
+    (np.float16(2.0), [2.0, 1e5], r"holds 100000\.0, .* \(float16\) .* become inf\. .*<= 65504\)"),
+    (np.int8(2), [2, 300], r"holds 300, .* \(int8\) .* become 44\. .*\[-128, 127\]"),
+    (np.uint32(2), [2, -1], r"holds -1, .* \(uint32\) .* become 4294967295\. .*\[0, "),
+    (np.bool_(True), [1, 2], r"holds 2, .* \(bool\) .* become True\. Pass True/False"),
+])
+def test_values_the_cast_would_change_are_refused(no_solve, leaf, values, match):
+    # Swept values were cast to the leaf's dtype without a word: 1e300 into a float32 leaf
+    # became inf, 300 into an int8 one 44, -1 into a uint32 one 4294967295, 2 into a bool True.
+    graph = sg.Bundle(Cubic(leaf, Slope(2.0)), Cubic(leaf, Slope(2.0)))
+    with pytest.raises(sg.GraphTypeError, match="'.items\\[0\\].c' " + match):
+        solvers.solve_batch(graph, {".items[0].c": np.asarray(values)})
+    with pytest.raises(sg.GraphTypeError, match=match):  # the same rule for a transient
+        solvers.simulate_batch(graph, {".items[0].c": jnp.asarray(values)}, [0.0, 1.0])
+    per_leaf = np.column_stack([values[:1] * 2, values])  # one value per leaf: the second's
+    with pytest.raises(sg.GraphTypeError, match="leaf .items\\[1\\].c"):
+        solvers.solve_batch(graph, {"Cubic.c": per_leaf})
+    system = solvers.System.build(graph)
+    with pytest.raises(sg.GraphTypeError, match=match):
+        system.set_params(system.params, {".items[1].c": np.asarray(values[1])})
+
+
+def test_values_are_checked_before_jax_narrows_them_with_x64_off(no_solve):
+    # x64 off: the float64 values were put on the device as float32 first, 1e300 as inf
+    with jax.enable_x64(False):
+        graph = sg.Bundle(Cubic(jnp.asarray(2.0), Slope(jnp.asarray(2.0))))
+        with pytest.raises(sg.GraphTypeError, match=r"holds 1e\+300, .* \(float32\)"):
+            solvers.solve_batch(graph, {".items[0].c": np.asarray([2.0, 1e300])})
+
+
+def test_values_are_cast_to_the_leaf_losing_precision_only(no_solve):
+    system = solvers.System.build(sg.Bundle(Cubic(np.float32(2.0), Slope(2.0))))
+    _, (values,) = _graph._sweep_values(system, {".items[0].c": np.asarray([0.1, np.inf])})
+    new = system.set_params(system.params, {".items[0].c": values[0]})["Cubic"]["c"]
+    assert new.dtype == np.float32 and new.tolist() == [np.float32(0.1)]  # rounded, allowed
+    ints = solvers.System.build(sg.Bundle(Cubic(np.int8(2), Slope(2.0))))
+    _graph._sweep_values(ints, {".items[0].c": np.asarray([-128, 127])})  # in range: cast
+    # traced values are left to JAX's casts: nothing reads them
+    swept = jax.jit(lambda v: _graph._sweep_values(system, {".items[0].c": v})[1][0])
+    assert swept(jnp.asarray([2.0, 1e300])).tolist() == [2.0, 1e300]
+    put = jax.jit(lambda v: system.set_params(system.params, {".items[0].c": v})["Cubic"]["c"])
+    assert np.isinf(put(jnp.asarray(1e300))).all()
+
+
 def test_one_leaf_swept_by_two_keys_is_refused(no_solve):
     # The last key silently won: the answer depended on the order of the dict.
     for other in ("Cubic.c", "items[1].c"):

@@ -270,7 +270,8 @@ class System:
 
         A value of the leaf's shape goes to every selected leaf; a value with one more leading
         axis of the number of selected leaves gives one value per leaf (canonical order).
-        Values may be tracers: to sweep a batch, call this inside ``jax.vmap``.
+        Values may be tracers: to sweep a batch, call this inside ``jax.vmap``. Values are
+        cast to the leaves' dtypes, refused where that changes them as in ``solve_batch``.
         """
         return self._s.paths.set_params(params, updates, self._nodes)
 

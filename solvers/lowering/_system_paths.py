@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import simgraph as sg
-from . import _kinds
+from . import _casts, _kinds
 
 
 def _suffixes(shape: tuple) -> list[str]:
@@ -256,7 +256,7 @@ class Paths:
                     "callable on sg.LeafInfo.")
             value = jnp.asarray(value)
             per_leaf = self.per_leaf(repr(where), picked, value.shape)
-            self.check_dtype(repr(where), picked, value.dtype)
+            self.check_dtype(repr(where), picked, value.dtype, value, 0 if per_leaf else None)
             by_col: dict = {}
             for i, (ki, j, row) in enumerate(picked):
                 by_col.setdefault((ki, j), []).append((row, i))
@@ -278,21 +278,10 @@ class Paths:
         kind = self.s.an.kinds[item[0]]
         return self._leaf_path(int(kind.members[item[2]]), kind.columns[item[1]])
 
-    def check_dtype(self, label: str, picked, dtype) -> None:
-        """Raise if values of ``dtype`` would lose their kind in the selected leaves' type: a
-        float into an integer or bool leaf drops its fraction, a complex into a real one its
-        imaginary part. Narrower floats and integers (float64 into float32, int into uint
-        or bool) are cast as before."""
-        an, kind = self.s.an, np.dtype(dtype).kind
-        for item in picked:
-            col = an.kinds[item[0]].columns[item[1]]
-            leaf = np.dtype(col.dtype).kind
-            if (kind == "f" and leaf in "biu") or (kind == "c" and leaf != "c"):
-                raise sg.GraphTypeError(
-                    f"value for {label} is {np.dtype(dtype)}, but the leaf {self.leaf_path(item)} "
-                    f"it selects is {np.dtype(col.dtype)}: the values would be cast, silently "
-                    "changing them. Give the leaves the values' type when building the graph "
-                    f"(e.g. 2.0, not 2), or pass {np.dtype(col.dtype)} values.")
+    def check_dtype(self, label: str, picked, dtype, values=None, axis=None) -> None:
+        """Raise if values of ``dtype`` (or, when concrete, the ``values`` themselves) would
+        change in the selected leaves' type: `_casts.check_dtype` holds the rule."""
+        _casts.check_dtype(self, label, picked, dtype, values, axis)
 
     def per_leaf(self, label: str, picked, shape: tuple) -> bool:
         """Whether a value of ``shape`` gives one value per selected leaf (True) or one for all

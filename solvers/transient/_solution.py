@@ -13,6 +13,7 @@ from .._concrete import is_concrete
 from ..lowering._system import System
 from ..roots._solution import SolveError, _as_index, member_index, unknowns_of
 from ..roots._solve import _keep_off_fast_path
+from ._frame import transient_frame
 from ._integrator import TRANSIENT_RESULTS
 
 #: How a batched `TransientSolution` finds a member worth reading (for `_as_index`).
@@ -33,7 +34,8 @@ class TransientSolution:
     each member's run reached (its last accepted step: ``t[-1]`` on success). With
     ``Integrator(save_steps=True)`` (else length 1): ``steps_t`` (..., S + 1) the accepted
     times (first ``n_steps + 1`` valid), ``steps_x`` their states, ``steps_order`` 1
-    (backward Euler) or 2 per step.
+    (backward Euler) or 2 per step. ``value(node)`` reads a node's trajectory,
+    ``to_frame()`` the output as a pandas table.
     """
 
     t: jax.Array
@@ -94,6 +96,16 @@ class TransientSolution:
         naming the first failed member (``index``, flat) and its code."""
         raise_for(*self._concrete("raise_if_failed"))
         return self
+
+    def to_frame(self, long: bool = False):
+        """The output as a pandas DataFrame: one row per output time (index ``t``), one
+        column per unknown, named by key path as in `Solution.to_frame`; a batch has one
+        block of columns per member (columns ``(member, path)``: ``frame[0]`` is member 0's),
+        or ``long=True`` one row per member, time and unknown (columns ``member``, ``t``,
+        ``path``, ``owner``, ``value``). Times a failed member did not reach are NaN. Needs
+        pandas: ``pip install 'simgraph[tables]'``."""
+        self._concrete("to_frame")
+        return transient_frame(self, long)
 
     def _concrete(self, what: str) -> tuple[np.ndarray, np.ndarray]:
         if not is_concrete((self.result, self.t_stop)):

@@ -124,7 +124,7 @@ element(Walk *w, PyObject *v, PyObject *name, PyObject *kind, PyObject *obj)
     if (k == -1 && PyErr_Occurred())
         return NULL;
     if (k == w->ref_required || (k == w->ref_optional && v != Py_None))
-        goto in_python;  /* _not_a_node: raises */
+        goto in_python;  /* _walk_errors.not_a_node: raises */
     if (v == Py_None || (r = fw_is_leaf(v, w->leaf_types, w->array_type)) == 1)
         return as_child(w, v);
     if (r < 0)
@@ -231,7 +231,7 @@ read_statics(PyObject *objs, PyObject *names)
             PyObject *v = PyDict_Check(d) ? PyDict_GetItemWithError(d, name) : NULL;
             if (v == NULL) {
                 if (!PyErr_Occurred())
-                    PyErr_SetObject(PyExc_KeyError, name);  /* _missing_field */
+                    PyErr_SetObject(PyExc_KeyError, name);  /* _walk_errors.missing_field */
                 Py_DECREF(d);
                 Py_DECREF(statics);
                 return NULL;
@@ -281,7 +281,7 @@ group(Walk *w, PyObject *cls, PyObject *members, PyObject *objs)
         PyTuple_SET_ITEM(specs, j, spec);
     }
     if (PyTuple_GET_SIZE(statics) > 0 && PyObject_Hash(statics) == -1)
-        goto done;  /* _check_hashable */
+        goto done;  /* _walk_errors.check_hashable */
     result = PyTuple_Pack(4, cls, members, statics, specs);
 done:
     if (columns != NULL) {

@@ -306,7 +306,6 @@ def _sweep_array(value, key: Any, entry: str = "solve_batch") -> Any:
     if host.dtype.kind not in "biufc":  # text, dates, objects: JAX's error named no key
         raise TypeError(f"{entry} values for {key!r} are not numbers (numpy reads them as "
                         f"{host.dtype}): give one number, or array, per batch member.")
-    check_integer_range(host, f"{entry} values for {key!r}")
     return host
 
 
@@ -333,7 +332,11 @@ def _sweep_values(system: System, values: Mapping[Any, Any],
         paths.check_dtype(repr(sel.key), sel.picked, value.dtype, value, 1 if per_leaf else None)
         _check_disjoint(paths, keys, sel)
         keys.append(sel)
-        batched.append(jax.device_put(value) if isinstance(value, np.ndarray) else value)
+        if isinstance(value, np.ndarray):
+            value = paths.to_leaf_type(sel.picked, value)
+            check_integer_range(value, f"{entry} values for {sel.key!r}")  # leaves of 2 dtypes
+            value = jax.device_put(value)
+        batched.append(value)
     sizes = {sel.key: int(v.shape[0]) for sel, v in zip(keys, batched)}
     if 0 in sizes.values():
         raise ValueError(f"{entry} values are empty ({sizes}): give at least one value per "

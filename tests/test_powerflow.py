@@ -377,7 +377,16 @@ def test_angles_are_reported_in_matpowers_range(va: str) -> None:
     result = build_powerflow(read_matpower(_case9_with_bus9_start("1", va))).solve()
     assert result.converged
     assert deviations(read_matpower(DATA / "case9.m"), result, reference("case9"))["va"] < 1e-8
-    assert all(-180 < a <= 180 for a in result.va_deg().values())
+    assert all(-180 <= a <= 180 for a in result.va_deg().values())
+
+
+def test_angle_reports_keep_set_angles_and_diverged_values(recwarn) -> None:
+    """A slack set to -180 deg is reported as set (MATPOWER's angle(V) keeps it: -180), a
+    diverged member's inf stays inf without numpy's 'invalid value' warning."""
+    from scenarios.powerflow._model import _as_matpower_reports
+    _, va = _as_matpower_reports(np.ones(4), np.array([-np.pi, np.pi, np.inf, np.radians(-3590)]))
+    assert np.degrees(va[:3]).tolist() == [-180.0, 180.0, np.inf]
+    assert np.degrees(va[3]) == pytest.approx(10.0) and not recwarn.list
 
 
 def test_a_low_voltage_solution_is_pointed_out(tmp_path, capsys) -> None:

@@ -149,6 +149,9 @@ def test_values_that_would_lose_their_kind_are_refused(no_solve):
     (np.int8(2), [2, 300], r"holds 300, .* \(int8\) .* become 44\. .*\[-128, 127\]"),
     (np.uint32(2), [2, -1], r"holds -1, .* \(uint32\) .* become 4294967295\. .*\[0, "),
     (np.bool_(True), [1, 2], r"holds 2, .* \(bool\) .* become True\. Pass True/False"),
+    # the same width, the other sign: a round trip through the cast wraps back
+    (np.uint64(2), [2, -1], r"holds -1, .* \(uint64\) .* become 18446744073709551615\."),
+    (np.int64(2), np.asarray([2, 2**63], np.uint64), r"holds 9223372036854775808, .* \(int64\) .* become -9223"),
 ])
 def test_values_the_cast_would_change_are_refused(no_solve, leaf, values, match):
     # Swept values were cast to the leaf's dtype without a word: 1e300 into a float32 leaf
@@ -158,7 +161,7 @@ def test_values_the_cast_would_change_are_refused(no_solve, leaf, values, match)
         solvers.solve_batch(graph, {".items[0].c": np.asarray(values)})
     with pytest.raises(sg.GraphTypeError, match=match):  # the same rule for a transient
         solvers.simulate_batch(graph, {".items[0].c": jnp.asarray(values)}, [0.0, 1.0])
-    per_leaf = np.column_stack([values[:1] * 2, values])  # one value per leaf: the second's
+    per_leaf = np.column_stack([list(values[:1]) * 2, values])  # one value per leaf: the second's
     with pytest.raises(sg.GraphTypeError, match="leaf .items\\[1\\].c"):
         solvers.solve_batch(graph, {"Cubic.c": per_leaf})
     system = solvers.System.build(graph)
@@ -172,6 +175,19 @@ def test_values_are_checked_before_jax_narrows_them_with_x64_off(no_solve):
         graph = sg.Bundle(Cubic(jnp.asarray(2.0), Slope(jnp.asarray(2.0))))
         with pytest.raises(sg.GraphTypeError, match=r"holds 1e\+300, .* \(float32\)"):
             solvers.solve_batch(graph, {".items[0].c": np.asarray([2.0, 1e300])})
+        system = solvers.System.build(graph)  # set_params read 1e300 as inf, 2**62 as 0.0
+        for value in (1e300, np.float64(1e300)):
+            with pytest.raises(sg.GraphTypeError, match=r"holds 1e\+300, .* \(float32\)"):
+                system.set_params(system.params, {".items[0].c": value})
+        assert system.set_params(system.params, {".items[0].c": 2**62})["Cubic"]["c"].tolist() \
+            == [2.0**62]
+        # integers into a float leaf are the leaf's floats, not int32 first (3e9 was refused)
+        _, (values,) = _graph._sweep_values(system, {".items[0].c": np.asarray([1, 3 * 10**9])})
+        assert values.dtype == np.float32 and values.tolist() == [1.0, 3e9]
+    signed = jnp.asarray([2, -1], jnp.int32)  # on the device: checked there
+    graph = sg.Bundle(Cubic(np.uint32(2), Slope(2.0)))
+    with pytest.raises(sg.GraphTypeError, match=r"holds -1, .* \(uint32\) .* become 4294967295"):
+        _graph._sweep_values(solvers.System.build(graph), {".items[0].c": signed})
 
 
 def test_values_are_cast_to_the_leaf_losing_precision_only(no_solve):
@@ -294,7 +310,8 @@ def test_integer_sweep_values_that_jax_would_wrap_are_refused():
 
     with jax.enable_x64(False):
         graph = IntCubic(jnp.asarray(1, jnp.int32))
-        with pytest.raises(ValueError, match=r"'IntCubic.c'.*beyond int32.*jax_enable_x64"):
+        with pytest.raises(sg.GraphTypeError, match=r"'IntCubic.c'.*1099511627776.*int32.*"
+                           r"become 0.*jax_enable_x64"):
             solvers.solve_batch(graph, {"IntCubic.c": np.asarray([1, 8, 2**40])})
         with pytest.raises(ValueError, match=r"solve_batch x0 range over.*beyond int32"):
             solvers.solve_batch(graph, {"IntCubic.c": np.asarray([1, 8])},

@@ -221,16 +221,18 @@ class PowerResult(NamedTables, AbstractMemberResult):
 
 
 def _as_matpower_reports(vm: np.ndarray, va: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The same complex voltages as MATPOWER reports them: ``vm >= 0`` and ``va`` in
-    (-180, 180] deg (its ``angle(V)``). Newton from a start with a negative Vm (a case file's
-    VM column) can land on ``-|V|`` at ``Va + 180 deg``, and from an angle start of 3600 deg
-    on a root 3600 deg away from MATPOWER's; angles already in range are kept bit for bit."""
+    """The same complex voltages as MATPOWER reports them: ``vm >= 0`` and ``va`` within
+    +-180 deg (its ``angle(V)``). Newton from a start with a negative Vm (a case file's VM
+    column) can land on ``-|V|`` at ``Va + 180 deg``, and from an angle start of 3600 deg on
+    a root 3600 deg away from MATPOWER's. Angles within +-180 deg (a slack set to -180 deg
+    too) and non-finite ones are kept as they are."""
     flip = vm < 0
     if flip.any():
         vm, va = np.abs(vm), np.where(flip, va - np.copysign(np.pi, va), va)
-    outside = (va <= -np.pi) | (va > np.pi)
+    outside = (np.abs(va) > np.pi) & np.isfinite(va)
     if outside.any():
-        va = np.where(outside, np.pi - np.remainder(np.pi - va, 2 * np.pi), va)
+        va = va.copy()
+        va[outside] = np.pi - np.remainder(np.pi - va[outside], 2 * np.pi)
     return vm, va
 
 

@@ -15,6 +15,7 @@ Rounding to a narrower float (float64 into float32, a large int into float32) is
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -42,9 +43,8 @@ def check_dtype(paths, label: str, picked, dtype, values=None, axis=None) -> Non
     unsafe = [leaf for leaf in leaves if not np.can_cast(dtype, leaf, "safe")]
     if values is None or is_traced(values) or not unsafe:
         return
-    host = np.asarray(values)  # read only where a cast could change a value
     for leaf in unsafe:
-        bad = check_values(host, leaf, leaves[leaf], axis)
+        bad = check_values(values, leaf, leaves[leaf], axis)
         if bad is not None:
             value, became, pos = bad
             raise sg.GraphTypeError(
@@ -53,25 +53,47 @@ def check_dtype(paths, label: str, picked, dtype, values=None, axis=None) -> Non
                 f"would become {became!r}. {_fix(leaf)}")
 
 
-def check_values(host: np.ndarray, leaf: np.dtype, at: list, axis=None):
-    """The first value of ``host`` that a cast to ``leaf`` would change in meaning, as
+def leaf_dtype(paths, picked) -> np.dtype | None:
+    """The one dtype of the leaves ``picked``, or None if they differ."""
+    found = {np.dtype(paths.s.an.kinds[ki].columns[j].dtype) for ki, j, _ in picked}
+    return found.pop() if len(found) == 1 else None
+
+
+def to_leaf_type(paths, picked, host: np.ndarray) -> np.ndarray:
+    """Checked host values cast to their leaves' one dtype (JAX would otherwise narrow int64
+    to int32 while x64 is off before the leaf's own cast: 3e9 into a float leaf wrapped)."""
+    leaf = leaf_dtype(paths, picked)
+    return host if leaf is None else host.astype(leaf, copy=False)
+
+
+def check_values(values, leaf: np.dtype, at: list, axis=None):
+    """The first value of ``values`` that a cast to ``leaf`` would change in meaning, as
     ``(value, what it would become, its position in picked)``; None if every value fits.
-    ``at``: the positions (in picked) of the leaves of this dtype."""
-    if host.size == 0 or np.can_cast(host.dtype, leaf, "safe"):
+    ``at``: the positions (in picked) of the leaves of this dtype. A device array is checked
+    where it lives: only a value found wrong is read back."""
+    if values.size == 0 or np.can_cast(values.dtype, leaf, "safe"):
         return None
-    if axis is not None and len(at) != host.shape[axis]:
-        host = np.take(host, at, axis=axis)  # the values of this dtype's leaves
+    if axis is not None and len(at) != values.shape[axis]:
+        values = (jnp if isinstance(values, jax.Array) else np).take(
+            values, np.asarray(at), axis=axis)  # the values of this dtype's leaves
+    if isinstance(values, jax.Array) and not bool(_changed(values, leaf, jnp).any()):
+        return None
+    host = np.asarray(values)
     with np.errstate(all="ignore"):  # NaN or overflow in a cast: what is being checked
-        cast = host.astype(leaf)
-        if leaf.kind in "biu":  # wrapped, cut to an integer, or not 0/1
-            bad = cast.astype(host.dtype) != host
-        else:  # a finite value that overflowed
-            bad = np.isfinite(host) & ~np.isfinite(cast)
+        bad, became = _changed(host, leaf, np), host.astype(leaf)
     if not bad.any():
         return None
     first = np.unravel_index(int(np.argmax(bad)), host.shape)
     pos = at[0] if axis is None else at[first[axis]]
-    return host[first].item(), cast[first].item(), pos
+    return host[first].item(), became[first].item(), pos
+
+
+def _changed(values, leaf: np.dtype, xp):
+    """Where a cast of ``values`` to ``leaf`` changes them in meaning (``xp``: np or jnp)."""
+    cast = values.astype(leaf)
+    if leaf.kind in "biu":  # cut to an integer, not 0/1, or wrapped (a sign flip too)
+        return (cast.astype(values.dtype) != values) | ((values < 0) != (cast < 0))
+    return xp.isfinite(values) & ~xp.isfinite(cast)  # a finite value that overflowed
 
 
 def _fix(leaf: np.dtype) -> str:
@@ -81,7 +103,9 @@ def _fix(leaf: np.dtype) -> str:
                 "the graph.")
     if leaf.kind in "iu":
         info = jnp.iinfo(leaf)
-        return (f"Give the leaf a wider integer type (e.g. np.int64(...)) or a float one when "
+        wider = ("np.int64(...)" if jax.config.jax_enable_x64 else
+                 "np.int64(...) with jax_enable_x64 on: jax.config.update('jax_enable_x64', True)")
+        return (f"Give the leaf a wider integer type (e.g. {wider}) or a float one when "
                 f"building the graph, or pass values in [{info.min}, {info.max}].")
     return (f"Give the leaf a wider type when building the graph (e.g. float64, with "
             f"jax_enable_x64 on), or pass values within {leaf}'s range (|value| <= "

@@ -254,9 +254,10 @@ class Paths:
                     f"{where!r} selects no parameter leaf. Use a key path such as "
                     "'.elements[0].g' (as jax.tree_util.keystr prints it), a field name, a node class or a "
                     "callable on sg.LeafInfo.")
-            value = jnp.asarray(value)
+            value = _host_or_traced(value)
             per_leaf = self.per_leaf(repr(where), picked, value.shape)
             self.check_dtype(repr(where), picked, value.dtype, value, 0 if per_leaf else None)
+            value = jnp.asarray(self.to_leaf_type(picked, value))  # after the check: x64 off
             by_col: dict = {}
             for i, (ki, j, row) in enumerate(picked):
                 by_col.setdefault((ki, j), []).append((row, i))
@@ -282,6 +283,10 @@ class Paths:
         """Raise if values of ``dtype`` (or, when concrete, the ``values`` themselves) would
         change in the selected leaves' type: `_casts.check_dtype` holds the rule."""
         _casts.check_dtype(self, label, picked, dtype, values, axis)
+
+    def to_leaf_type(self, picked, host):
+        """Checked host values in their leaves' one dtype (`_casts.to_leaf_type`)."""
+        return _casts.to_leaf_type(self, picked, host) if isinstance(host, np.ndarray) else host
 
     def per_leaf(self, label: str, picked, shape: tuple) -> bool:
         """Whether a value of ``shape`` gives one value per selected leaf (True) or one for all
@@ -381,3 +386,14 @@ def _close(path: str, names: dict) -> str:
     pool = list(itertools.islice(names, 20000))
     near = difflib.get_close_matches(path, pool, n=3)
     return f" Did you mean {', '.join(near)}?" if near else ""
+
+
+def _host_or_traced(value):
+    """A set value as a host array to check before JAX narrows it (x64 off); jax arrays and
+    lists of tracers (under ``grad``) as JAX arrays."""
+    if isinstance(value, jax.Array):
+        return value
+    try:
+        return np.asarray(value)
+    except jax.errors.TracerArrayConversionError:
+        return jnp.asarray(value)

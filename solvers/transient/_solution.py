@@ -102,8 +102,9 @@ class TransientSolution:
         column per unknown, named by key path as in `Solution.to_frame`; a batch has one
         block of columns per member (columns ``(member, path)``: ``frame[0]`` is member 0's),
         or ``long=True`` one row per member, time and unknown (columns ``member``, ``t``,
-        ``path``, ``owner``, ``value``). Times a failed member did not reach are NaN. Needs
-        pandas: ``pip install 'simgraph[tables]'``."""
+        ``path``, ``owner``, ``value``). Several batch axes are numbered in flat (C) order:
+        member 4 of a (2, 3) batch is ``(1, 1)`` of `message` and `worst_index`. Times a
+        failed member did not reach are NaN. Needs pandas: ``pip install 'simgraph[tables]'``."""
         self._concrete("to_frame")
         return transient_frame(self, long)
 

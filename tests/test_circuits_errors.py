@@ -84,3 +84,25 @@ def test_unknown_names_are_key_errors_listing_the_known_ones():
         result.diode_current("D7")
     with pytest.raises(KeyError, match="no voltage or current source named 'V5'"):
         sweep_circuit(_deck("V1 1 0 DC 1", "R1 1 0 1k"), "V5", [1.0, 2.0])
+
+
+@pytest.mark.parametrize("cards, line, words", [
+    # ngspice's examples/various/model-name-check.cir: the first model has BV=50
+    ("V1 1 0 1\nR1 1 2 1k\nD1 2 0 DMOD\n.model DMOD D (is=1e-13 bv=50)",
+     5, ".model DMOD: reverse breakdown (BV=50) is not supported. Remove BV"),
+    ("V1 1 0 1\nR1 1 2 1k\nD1 2 0 DM\n.model DM D\n.temp 50",
+     6, ".temp 50 differs from TNOM 27"),
+    ("V1 1 0 1\nR1 1 2 1k\nD1 2 0 DM\n.model DM D\n.options tnom=50",
+     6, ".temp 27 differs from TNOM 50: temperature scaling of diode parameters is not "
+        "supported. Simulate at TNOM (.temp 50)"),  # the hint said .temp 27
+])
+def test_run_names_the_card_that_build_circuit_refuses(tmp_path, cards, line, words):
+    """The command line's error for a model or temperature that build_circuit refuses names
+    the deck's file:line (it said only '.model DMOD: ...')."""
+    from scenarios._errors import FormatError
+    from scenarios.circuits import run
+    deck = tmp_path / "deck.cir"
+    deck.write_text("* deck\n" + cards + "\n.op\n.end\n")
+    with pytest.raises(FormatError) as info:
+        run(str(deck))
+    assert str(info.value).startswith(f"{deck}:{line}: {words}")

@@ -167,6 +167,16 @@ ERRORS = [
     # two numbers of the file read as one double: "duplicate" of a number not in the file
     (HEAD + BUS.replace(" 1 3 0", " 9223372036854775807 3 0").replace(
         " 2 1 10", " 9223372036854775806 1 10") + GEN + BRANCH, 6, "are not exact as doubles"),
+    # an empty file (or one of comments): it said only "mpc.baseMVA is missing"
+    ("", 1, "the file assigns no mpc field: it holds no case"),
+    ("function mpc = nothing\n% only a comment\n", 2, "Is this a MATPOWER case file?"),
+    # MATPOWER's distribution cases (case33bw.m, case69.m, ...) convert Ohms and kW after
+    # their tables: say how to get a file that holds the converted case
+    (HEAD + BUS + GEN + BRANCH + "\n%% convert branch impedances from Ohms to p.u.\n"
+     "[PQ, PV, REF, NONE, BUS_I, BUS_TYPE, PD, QD, GS, BS, BUS_AREA, VM, ...\n"
+     "    VA, BASE_KV, ZONE, VMAX, VMIN, LAM_P, LAM_Q, MU_VMAX, MU_VMIN] = idx_bus;\n", 16,
+     "is not run here: save the case as MATPOWER loads it (mpc = loadcase('bad'); "
+     "savecase('bad_pu.m', mpc)) and read that file"),
 ]
 
 
@@ -210,6 +220,11 @@ def test_truncated_case_file(tmp_path: Path) -> None:
     # json.loads keeps the last of a key given twice: the first bus list vanished silently
     ('{"base_mva": 100,\n "buses": [],\n "buses": [], "branches": []}', 3,
      "'buses' appears twice"),
+    # a MATPOWER case saved as JSON (Octave's jsonencode(mpc)): it said "missing base_mva,
+    # buses, branches. Expected the holdout-acpf-v1 layout of acpf/README.md"
+    ('{"version": "2", "baseMVA": 100, "bus": [[1, 3, 0, 0, 0, 0, 1, 1, 0, 345, 1, 1.1, 0.9]],'
+     ' "gen": [], "branch": []}', None, "it holds MATPOWER's mpc fields (baseMVA, bus, gen, "
+     "branch matrices"),
 ])
 def test_malformed_json(tmp_path: Path, text: str, line, words: str) -> None:
     path = tmp_path / "bad.json"

@@ -230,6 +230,19 @@ ERRORS = [
     ("V1 1 0 5\nL1 1 0 1m m=0", 3, "L1: multiplier m must be non-zero"),  # was ZeroDivisionError
     (".model DM D\nD1 1 0 DM\n+ m=0", 4, "D1: multiplier m must be non-zero"),  # at m, not D1
     ("V1 1 0 5\nR1 1 0 1k\n.options method=foo\n.tran 1u 1m", 4, "not an integration method"),
+    # the model-card errors came from build_circuit without file:line; a thermal diode's
+    # model was read as its area (ngspice's examples/soa/diode-soa-simple.cir)
+    (".model DM D(IS=1e-14\n+ N=0)", 3, ".model DM: N=0 is not usable. Give N > 0"),
+    (".model DM D(JS=0)", 2, ".model DM: IS=0 is not usable"),
+    (".model DM D(RS=-1)", 2, ".model DM: RS=-1 is not usable"),
+    ("Dth1 1 0 tj dmod1 thermal", 2, "Dth1: 'dmod1' after the model name 'tj' is not a number"),
+    # options the solve reads: a word or bad value used to be dropped (or crash: tnom=abc)
+    ("V1 1 0 5\nR1 1 0 1k\n.options gmin=-1", 4, ".options gmin=-1 is not usable"),
+    ("V1 1 0 5\nR1 1 0 1k\n.options tnom=abc", 4, ".options tnom=abc is not usable"),
+    ("V1 1 0 5\nR1 1 0 1k\n.options temp=abc", 4, ".options temp=abc is not usable"),
+    ("V1 1 0 5\nR1 1 0 1k\n.options reltol=0", 4, ".options reltol=0 is not usable"),
+    ("V1 1 0 5\nR1 1 0 1k\n.options gmin", 4, ".options gmin is not usable"),
+    ("C1 1 0 1u IC=2", 2, "C1: an element's initial condition (IC=) is not supported"),
 ]
 
 

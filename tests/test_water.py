@@ -230,6 +230,35 @@ def test_unsupported_head_loss_formula_is_refused() -> None:
         build_water(read_inp(text))
 
 
+NET1_EXCERPT = ("[TITLE]\nEPANET Example Network 1\nA simple example\n"
+                "[JUNCTIONS]\n 10  710  0\n[RESERVOIRS]\n 9  800\n"
+                "[TANKS]\n 2  850  120  100  150  50.5  0\n"
+                "[PIPES]\n 10  9  10  10530  18  100\n 11  10  2  5280  14  100\n"
+                "[TIMES]\n Duration 1:00\n[OPTIONS]\n Units GPM\n Headloss  H-W\n[END]\n")
+
+
+@pytest.mark.parametrize("eps, edit, line, words", [
+    # the model's refusals said "network 'EPANET Example Network 1\\nA simple example ...'
+    # uses the D-W head-loss formula" (or named the tank, the rules), without file:line
+    (False, ("H-W", "D-W"), 17, "network 'EPANET Example Network 1' uses the D-W head-loss "
+     "formula; only Hazen-Williams (H-W) is modelled. Convert the roughness to H-W C values"),
+    (True, ("H-W", "C-M"), 17, "network 'EPANET Example Network 1' uses the C-M head-loss"),
+    (True, ("[END]", "[RULES]\nRULE 1\nIF TANK 2 LEVEL ABOVE 140\nTHEN PIPE 11 STATUS IS "
+            "CLOSED\n[END]"), 19, "network 'EPANET Example Network 1' has rule-based controls"),
+    (True, ("50.5  0", "0  0"), 9, "tank '2' has diameter 0 and no volume curve"),
+    (True, ("Duration 1:00", "Duration 0:00"), 14, "--eps: network 'EPANET Example Network 1' "
+     "has DURATION 0 in [TIMES]"),
+])
+def test_run_names_the_line_of_what_the_model_refuses(tmp_path, eps, edit, line, words) -> None:
+    from scenarios._errors import FormatError
+    from scenarios.water import run
+    path = tmp_path / "net.inp"
+    path.write_text(NET1_EXCERPT.replace(*edit))
+    with pytest.raises(FormatError) as info:
+        run(str(path), eps=eps)
+    assert str(info.value).startswith(f"{path}:{line}: {words}")
+
+
 def test_reverse_flow_closes_a_check_valve_and_a_sweep_member_warns() -> None:
     text = """
 [JUNCTIONS]

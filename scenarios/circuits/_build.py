@@ -134,7 +134,8 @@ def _check_temperature(netlist: Netlist) -> None:
     if not np.isclose(netlist.temperature, tnom, rtol=0.0, atol=1e-12):
         raise _error(f".temp {netlist.temperature:g} differs from TNOM {tnom:g}: temperature "
                      "scaling of diode parameters is not supported",
-                     "simulate at TNOM (.temp 27) or give parameters measured at that temperature")
+                     f"simulate at TNOM (.temp {tnom:g}) or give parameters measured at that "
+                     "temperature")
 
 
 def _error(problem: str, hint: str) -> CircuitError:

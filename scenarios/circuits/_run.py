@@ -9,7 +9,9 @@ from typing import Any
 from .._cli_report import (Report, SweepSpec, failed_note, named_rows, plot_bars, plot_lines, sweep_rows,
                            sweep_span)
 from .._errors import FormatError
+from ._build import _check_temperature, _model
 from ._netlist import DCSweep, Netlist, Transient, VoltageSource
+from ._topology import CircuitError
 from ._solve import solve_circuit, sweep_circuit
 from ._spice_reader import read_deck
 from ._transient import simulate_circuit
@@ -27,6 +29,7 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
     otherwise ``sweep`` (``V1=0:5:51``: a source by name) or else the netlist's ``.dc``
     analysis runs as one batched solve, or the ``.op`` operating point is computed."""
     netlist, name, lines = read_deck(input or EXAMPLE)
+    _check_cards(netlist, name, lines)
     dc = next((a for a in netlist.analyses if isinstance(a, DCSweep)), None)
     if any(isinstance(a, Transient) for a in netlist.analyses):
         _check_transient_run(name, lines, sweep)
@@ -67,6 +70,18 @@ def _check_transient_run(name: str, lines: dict[str, int], sweep: SweepSpec | No
             name, lines[".dc"], f"this deck has both .dc and .tran (line {tran}), but run "
             "circuit runs one analysis (the .dc would be dropped)",
             "remove one of the cards, or put each in a deck of its own")
+
+
+def _check_cards(netlist: Netlist, name: str, lines: dict[str, int]) -> None:
+    """``build_circuit``'s refusals of the temperature and of a diode model (BV), which a
+    netlist may hold, as FormatErrors naming the card's file:line."""
+    checks = [(".temp", lambda: _check_temperature(netlist))] + [
+        (f".model {model}", lambda model=model: _model(netlist, model)) for model in netlist.models]
+    for card, check in checks:
+        try:
+            check()
+        except CircuitError as err:
+            raise FormatError(name, lines.get(card), str(err)) from None
 
 
 def _title(netlist: Netlist) -> str:

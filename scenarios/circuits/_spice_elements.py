@@ -73,6 +73,11 @@ class ElementCards:
         for tok in positional:
             if tok.text.lower() == "off":
                 continue
+            if parse_spice_number(tok.text) is None:  # e.g. ngspice's 'D1 a k tj model thermal'
+                raise self.error(tok, f"{name}: {tok.text!r} after the model name "
+                                 f"{model.text!r} is not a number (the area)",
+                                 f"write '{_usage(name)} [area]'; diodes with a third (thermal) "
+                                 "node are not supported")
             area = self._number(tok, f"{name} area")
         if "area" in params:
             area = self._number(params["area"], f"{name} area")

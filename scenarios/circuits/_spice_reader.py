@@ -16,8 +16,9 @@ import os
 
 from .._errors import FormatError
 from .._source import read_source
-from ._netlist import (_TOKEN_OK, GROUND, SPICE_METHODS, CurrentSource, DCSweep, Diode,
-                       DiodeModel, Netlist, OperatingPoint, Transient, VoltageSource)
+from ._netlist import (_TOKEN_OK, GROUND, CurrentSource, DCSweep, Diode, DiodeModel, Netlist,
+                       OperatingPoint, VoltageSource)
+from ._spice_checks import DeckChecks
 from ._spice_elements import ElementCards
 from ._spice_transient import TransientCards
 from ._spice_numbers import parse_spice_number
@@ -63,13 +64,23 @@ def read_netlist(path_or_text: str | os.PathLike) -> Netlist:
 
 def read_deck(path_or_text: str | os.PathLike) -> tuple[Netlist, str, dict[str, int]]:
     """:func:`read_netlist`, with the deck's name (for errors) and the line of the first
-    ``.op``, ``.dc`` and ``.tran`` card it has (``{".tran": 7}``)."""
+    ``.op``, ``.dc`` and ``.tran`` card it has (``{".tran": 7}``), of each ``.model NAME``
+    card, and as ``".temp"`` the line that sets the temperature (``.temp``, else ``.options
+    temp=``, else ``.options tnom=``): where ``build_circuit``'s refusals point."""
     name, text = read_source(path_or_text)
     reader = _Reader(name)
-    return reader.parse(text), name, dict(reader.analysis_lines)
+    netlist = reader.parse(text)
+    lines = dict(reader.analysis_lines)
+    lines.update({f".model {model.name}": line for model, line in reader.models.values()})
+    where = reader.temperature_lines
+    for key in (".temp", "temp", "tnom"):
+        if key in where:
+            lines[".temp"] = where[key]
+            break
+    return netlist, name, lines
 
 
-class _Reader(ElementCards, TransientCards):
+class _Reader(ElementCards, TransientCards, DeckChecks):
     def __init__(self, path: str) -> None:
         self.path = path
         self.elements: list = []
@@ -79,6 +90,7 @@ class _Reader(ElementCards, TransientCards):
         self.analysis_lines: dict[str, int] = {}  # ".op"/".dc"/".tran" -> its first card's line
         self.options: dict[str, float | str | bool] = {}
         self.temperature: float | None = None
+        self.temperature_lines: dict[str, int] = {}  # ".temp", "temp", "tnom" -> first line
         self.initial: dict[str, float] = {}
         self.initial_tokens: dict[str, _Tok] = {}   # .ic node -> where it was named
         self.method_token: _Tok | None = None       # .options method=, checked with a .tran
@@ -268,6 +280,7 @@ class _Reader(ElementCards, TransientCards):
                 "RS": values.pop("RS", 0.0), "BV": values.pop("BV", None),
                 "IBV": values.pop("IBV", 1e-3)}
         model = DiodeModel(name.text, params=tuple(values.items()), **core)
+        self._check_model(name, raw, model)
         self.models[name.text.lower()] = (model, name.line)
 
     def _op(self, card: list[_Tok]) -> None:
@@ -289,6 +302,7 @@ class _Reader(ElementCards, TransientCards):
         positional, params = self._params(card[1:], _AnyKey())
         for tok in positional:
             self.options[self._word(tok, ".options flag").text.lower()] = True
+            self._check_option(tok.text.lower(), tok, True)
         for key, tok in params.items():
             self._word(_Tok(key, tok.line), ".options name")
             is_number = parse_spice_number(tok.text) is not None
@@ -296,6 +310,9 @@ class _Reader(ElementCards, TransientCards):
                                  else self._word(tok, f".options {key} value").text)
             if key == "method":
                 self.method_token = tok  # checked in `_finish` when the deck has a .tran
+            self._check_option(key, tok, self.options[key])
+            if key in ("temp", "tnom"):
+                self.temperature_lines.setdefault(key, tok.line)
 
     def _ic_card(self, card: list[_Tok]) -> None:
         """``.ic``, remembering each node's token so :meth:`_finish` can name its line."""
@@ -308,6 +325,7 @@ class _Reader(ElementCards, TransientCards):
             raise self.error(card[0], ".temp needs exactly one temperature",
                              "write '.temp 27' (degrees Celsius)")
         self.temperature = self._number(card[1], ".temp")
+        self.temperature_lines.setdefault(".temp", card[0].line)
 
     def _title(self, card: list[_Tok]) -> None:
         self.title = " ".join(t.text for t in card[1:])
@@ -340,38 +358,6 @@ class _Reader(ElementCards, TransientCards):
         self._check_tnom(elements, temperature)
         return Netlist(self.title, tuple(elements), models, tuple(analyses), self.options,
                        temperature, self.initial)
-
-    def _check_method(self, analyses: list) -> None:
-        """``.options method=`` names an integration method, where a ``.tran`` integrates."""
-        tok = self.method_token
-        if (tok is not None and any(isinstance(a, Transient) for a in analyses)
-                and str(self.options["method"]).lower() not in SPICE_METHODS):
-            raise self.error(tok, f".options method={tok.text}: not an integration method",
-                             f"use one of {', '.join(sorted(SPICE_METHODS))}")
-
-    def _check_tnom(self, elements: list, temperature: float) -> None:
-        """A used model's own TNOM equals the circuit temperature (no temperature scaling)."""
-        used = {e.model.lower() for e in elements if isinstance(e, Diode)}
-        for key in sorted(used, key=lambda k: self.models[k][1]):  # in file order
-            model, line = self.models[key]
-            tnom = dict(model.params).get("TNOM")
-            if tnom is not None and abs(tnom - temperature) > 1e-12:
-                raise self.error(line, f".model {model.name}: TNOM={tnom:g} differs from the "
-                                 f"circuit temperature {temperature:g} (.temp, default 27): "
-                                 "temperature scaling of diode parameters is not supported",
-                                 f"remove TNOM from the model or set '.temp {tnom:g}'")
-
-    def _check_initial(self, elements: list) -> None:
-        """Each ``.ic`` node is a node some element connects (ground is always 0 V)."""
-        connected = {n for e in elements for n in e.nodes} if self.initial else set()
-        for node, tok in self.initial_tokens.items():
-            if node == GROUND:
-                raise self.error(tok, f".ic sets ground node {tok.text!r}",
-                                 "remove it: ground is always 0 V")
-            if node not in connected:
-                raise self.error(tok, f".ic names node {tok.text!r}, which is not in the "
-                                 "netlist (no element connects it)",
-                                 "fix the node name or remove it from the .ic card")
 
     def _model_of(self, diode: Diode) -> Diode:
         """The diode with its model's name as the ``.model`` card spells it."""

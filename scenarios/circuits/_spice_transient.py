@@ -77,12 +77,18 @@ class TransientCards:
         """``Cname n1 n2 value`` / ``Lname n1 n2 value`` (``m=`` multiplier allowed)."""
         name = card[0].text
         n1, n2 = self._node(card, 1, "node 1"), self._node(card, 2, "node 2")
+        capacitor = name[0].upper() == "C"
+        for tok, nxt in zip(card[3:], card[4:]):
+            if tok.text.lower() == "ic" and nxt.text == "=":
+                raise self.error(tok, f"{name}: an element's initial condition (IC=) is not "
+                                 "supported", "remove it and set node voltages on a "
+                                 "'.ic v(node)=value' card" + ("" if capacitor else
+                                 " (an inductor's initial current cannot be set)"))
         positional, params = self._params(card[3:], {"m"})
         if len(positional) != 1:
             raise self.error(card[-1], f"{name}: expected one value after the nodes",
                              f"write '{name} n1 n2 value' (an initial value goes on a .ic card)")
         value = self._number(positional[0], f"{name} value")
-        capacitor = name[0].upper() == "C"
         if "m" in params:
             m = self._number(params["m"], f"{name} multiplier m")
             if m == 0.0:

@@ -82,6 +82,11 @@ class _Reader:
         return int(value)
 
     def case(self, data: Any) -> PowerCase:
+        if isinstance(data, dict) and {"bus", "branch"} <= data.keys() and "buses" not in data:
+            raise self.fail("top level", "it holds MATPOWER's mpc fields (baseMVA, bus, gen, "
+                            "branch matrices: a case saved as JSON, e.g. by jsonencode(mpc)), "
+                            "not the validation layout", "save the case as a MATPOWER .m file "
+                            "(savecase('case.m', mpc)) and read that")
         data = self.need(data, ("base_mva", "buses", "branches"), "top level")
         base = self.number(data, "base_mva", "")
         if not base > 0.0:

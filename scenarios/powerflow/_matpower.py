@@ -32,6 +32,10 @@ def read_matpower(path_or_text: str | os.PathLike) -> PowerCase:
     """Parse a MATPOWER version-2 case file (or its text) into a :class:`PowerCase` (per unit)."""
     path, text = read_source(path_or_text)
     mfile = parse_mfile(path, text)
+    if not mfile.scalars and not mfile.matrices:  # empty, or only comments and a function line
+        raise FormatError(path, mfile.last_line, "the file assigns no mpc field: it holds no "
+                          "case (no mpc.baseMVA, mpc.bus, mpc.gen or mpc.branch)",
+                          "is this a MATPOWER case file? Give one that MATPOWER's loadcase reads")
     version = mfile.scalars.get("version")
     if version is not None and str(version[1]).strip() not in ("2", "2.0"):
         raise FormatError(path, version[0], f"MATPOWER case version {version[1]!r} is not "

@@ -194,8 +194,13 @@ class _Parser:
                 return
             assign = _ASSIGN.fullmatch(code)
             if assign is None:
+                case = self.result.function or "CASE"
                 raise FormatError(self.path, number, f"unsupported statement {code[:60]!r}",
-                                  "a case file may only assign mpc.NAME = value;")
+                                  "a case file may only assign mpc.NAME = value; MATLAB code "
+                                  "that changes the case (MATPOWER's distribution cases convert "
+                                  "Ohms and kW after their tables) is not run here: save the case "
+                                  f"as MATPOWER loads it (mpc = loadcase('{case}'); "
+                                  f"savecase('{case}_pu.m', mpc)) and read that file")
             name, rest = assign.groups()
             if rest and rest[0] in "[{":
                 self.open, self.closer = _Rows(name, number), "]" if rest[0] == "[" else "}"

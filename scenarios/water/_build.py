@@ -19,7 +19,7 @@ from ._constants import WaterConstants, resolve_constants
 from ._elements import (CurvePump, Hydraulics, Junction, Pipe, PowerPump, Pump, Reservoir, Tank,
                         WaterGraph)
 from ._inp_types import Pump as PumpData
-from ._inp_types import WaterNetwork
+from ._inp_types import NotModelled, WaterNetwork
 from ._inp_units import CFS, FT
 
 __all__ = ["build_graph", "check_islands", "is_open"]
@@ -59,9 +59,10 @@ def _closed_at_t0(data, element, closed_r: float):
 def check_headloss(network: WaterNetwork) -> None:
     """Refuse a head-loss formula other than Hazen-Williams, saying what to do."""
     if network.headloss != "H-W":
-        raise ValueError(
-            f"network {network.title!r} uses the {network.headloss} head-loss formula; only "
-            "Hazen-Williams (H-W) is modelled. Convert the roughness to H-W C values.")
+        raise NotModelled(
+            f"network {(network.title.strip().splitlines() or [''])[0]!r} uses the "
+            f"{network.headloss} head-loss formula; only Hazen-Williams (H-W) is modelled. "
+            "Convert the roughness to H-W C values.", "HEADLOSS")
 
 
 def build_nodes(network: WaterNetwork, consts: WaterConstants) -> tuple:

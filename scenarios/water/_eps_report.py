@@ -7,7 +7,7 @@ import numpy as np
 
 from .._cli_report import Report
 from ._eps import simulate_eps
-from ._inp_types import WaterNetwork
+from ._inp_types import NotModelled, WaterNetwork
 
 __all__ = ["eps_report"]
 
@@ -16,9 +16,9 @@ def eps_report(net: WaterNetwork, name: str, solver_label: str, method: Any = No
     """Run ``net`` over its DURATION and report tank levels (rows, plot) and the report-grid
     JSON ``{"analysis": "eps", "time", "tank_levels", "heads", "flows", ...}``."""
     if net.duration_s <= 0:
-        raise ValueError(f"--eps: network {name!r} has DURATION 0 in [TIMES] (a single "
-                         "snapshot); give it a duration there (e.g. 'Duration 24:00') or run "
-                         "without --eps for the t = 0 snapshot")
+        raise NotModelled(f"--eps: network {name!r} has DURATION 0 in [TIMES] (a single "
+                          "snapshot); give it a duration there (e.g. 'Duration 24:00') or run "
+                          "without --eps for the t = 0 snapshot", "DURATION")
     result = simulate_eps(net, method=method)
     doc = {**result.to_json(), "solver": solver_label}
     hours = np.asarray(doc["time"]) / 3600.0

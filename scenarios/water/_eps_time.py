@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ._inp_types import Control, WaterNetwork
+from ._inp_types import Control, NotModelled, WaterNetwork
 from ._inp_units import CFS
 
 __all__ = ["EPSState", "Clock", "check_supported", "demands", "controls", "timestep",
@@ -94,8 +94,9 @@ def _volume_curve(net: WaterNetwork, tank) -> tuple[np.ndarray, np.ndarray] | No
     points = np.asarray(net.curves[tank.volume_curve], dtype=float)
     levels, volumes = points[:, 0] * net.units.length, points[:, 1] * net.units.volume
     if np.any(np.diff(levels) <= 0) or np.any(np.diff(volumes) <= 0):
-        raise ValueError(f"volume curve {tank.volume_curve!r} of tank {tank.name!r}: levels "
-                         "and volumes must both increase from point to point.")
+        raise NotModelled(f"volume curve {tank.volume_curve!r} of tank {tank.name!r}: levels "
+                          "and volumes must both increase from point to point.",
+                          f"curve {tank.volume_curve}")
     return levels, volumes
 
 
@@ -103,13 +104,15 @@ def check_supported(net: WaterNetwork) -> None:
     """Raise ValueError for what this EPS engine does not model."""
     rules = [r for r in net.rules if r.strip() and not r.strip().startswith(";")]
     if rules:
-        raise ValueError(f"network {net.title!r} has rule-based controls ([RULES]); the "
-                         "extended-period run supports simple [CONTROLS] only. Rewrite the "
-                         "rules as simple controls or remove them.")
+        title = (net.title.strip().splitlines() or [""])[0]
+        raise NotModelled(f"network {title!r} has rule-based controls ([RULES]); the "
+                          "extended-period run supports simple [CONTROLS] only. Rewrite the "
+                          "rules as simple controls or remove them.", "[RULES]")
     for tank in net.tanks:
         if tank.diameter <= 0.0 and tank.volume_curve is None:
-            raise ValueError(f"tank {tank.name!r} has diameter 0 and no volume curve; give it "
-                             "a diameter or a volume curve (or make it a reservoir).")
+            raise NotModelled(f"tank {tank.name!r} has diameter 0 and no volume curve; give it "
+                              "a diameter or a volume curve (or make it a reservoir).",
+                              f"tank {tank.name}")
 
 
 def demands(state: EPSState, clock: Clock) -> tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,7 @@ from .._errors import FormatError
 from .._source import read_source
 from ._inp_controls import LinkState, apply_t0, read_controls, read_status
 from ._inp_map import read_map
-from ._inp_sections import Line, Sections, hours, number, split_sections
+from ._inp_sections import Line, Sections, hours, number, source_lines, split_sections
 from ._inp_types import DemandCategory, Junction, Pipe, Pump, Reservoir, Tank, WaterNetwork
 from ._inp_units import FLOW_UNITS, UnitSystem, power_curve_fit, unit_system
 
@@ -108,9 +108,9 @@ class _InpReader:
             pipes=tuple(states[p.name].finish_pipe(p) for p in pipes),
             pumps=tuple(states[p.name].finish_pump(p) for p in pumps), patterns=self.patterns,
             curves=self.curves, controls=controls, rules=tuple(x.text for x in s["RULES"]),
-            options=self.options, pattern_step_s=step, pattern_start_s=start,
-            start_clocktime_s=clock, coordinates=coordinates, vertices=vertices,
-            duration_s=times["DURATION"], hydraulic_step_s=times["HYDRAULIC"],
+            options=self.options, source_lines=source_lines(s), pattern_step_s=step,
+            pattern_start_s=start, start_clocktime_s=clock, coordinates=coordinates,
+            vertices=vertices, duration_s=times["DURATION"], hydraulic_step_s=times["HYDRAULIC"],
             report_step_s=times["REPORT TIME"], report_start_s=times["REPORT STAR"])
 
     # ----- options and times ----------------------------------------------------------

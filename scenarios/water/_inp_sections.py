@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .._errors import FormatError
 
-__all__ = ["Line", "Sections", "split_sections", "number", "hours"]
+__all__ = ["Line", "Sections", "split_sections", "number", "hours", "source_lines"]
 
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _TOKEN = re.compile(r'"[^"]*"|[^\s"]+')
@@ -114,3 +114,20 @@ def hours(value: str, units: str = "") -> float | None:
         noon = 12.0 if units.startswith("PM") else 0.0
         return h - 12.0 + noon if h >= 12.0 else h + noon
     return None
+
+
+def source_lines(sections: Sections) -> dict[str, int]:
+    """Where the file sets what a model may refuse (``WaterNetwork.source_lines``): each
+    [OPTIONS] and [TIMES] keyword (``"HEADLOSS"``, ``"DURATION"``), ``"[RULES]"`` (the first
+    rule line), ``"tank NAME"`` and ``"curve NAME"`` (its first point), at their first line."""
+    found: dict[str, int] = {}
+    for section, keyed in (("OPTIONS", "option"), ("TIMES", "option"), ("RULES", "rules"),
+                           ("TANKS", "tank"), ("CURVES", "curve")):
+        for line in sections.get(section, []):
+            if not line.tokens:
+                continue
+            key = (" ".join(line.tokens[:-1]).upper() or line.tokens[0].upper()
+                   if keyed == "option" else "[RULES]" if keyed == "rules"
+                   else f"{keyed} {line.tokens[0]}")
+            found.setdefault(key, line.number)
+    return found

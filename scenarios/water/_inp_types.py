@@ -12,7 +12,17 @@ from typing import Mapping
 from ._inp_units import UnitSystem
 
 __all__ = ["DemandCategory", "Junction", "Reservoir", "Tank", "Pipe", "Pump", "Control",
-           "WaterNetwork"]
+           "WaterNetwork", "NotModelled"]
+
+
+class NotModelled(ValueError):
+    """What a model refuses in a network it was given (a D-W file, [RULES] in an extended-period
+    run): ``where`` is the key of ``WaterNetwork.source_lines`` that holds the line that says
+    it, so the command line can name file:line."""
+
+    def __init__(self, message: str, where: str) -> None:
+        super().__init__(message)
+        self.where = where
 
 
 @dataclass(frozen=True)
@@ -165,6 +175,7 @@ class WaterNetwork:
     controls: tuple[Control, ...] = ()
     rules: tuple[str, ...] = ()
     options: Mapping[str, str] = field(default_factory=dict)
+    source_lines: Mapping[str, int] = field(default_factory=dict)  # see NotModelled
     pattern_step_s: int = 3600
     pattern_start_s: int = 0
     start_clocktime_s: int = 0

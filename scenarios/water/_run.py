@@ -9,8 +9,10 @@ from typing import Any
 import numpy as np
 
 from .._cli_report import Report, SweepSpec, failed_note
+from .._errors import FormatError
 from ._eps_report import eps_report
 from ._inp import read_inp
+from ._inp_types import NotModelled
 from ._map import draw_water_map
 from ._model import SWEEP_PARAMETERS, build_water
 
@@ -30,6 +32,15 @@ def run(input: str | os.PathLike | None = None, sweep: SweepSpec | None = None,
     ``demand_multiplier`` (or a parameter key path) in one batched solve, or (``eps``) run
     it over its DURATION as EPANET does (:func:`simulate_eps`)."""
     net = read_inp(input or EXAMPLE)
+    try:
+        return _run(net, input, sweep, solver, progress, eps)
+    except NotModelled as err:  # what the model refuses, with the file:line that says it
+        raise FormatError(str(input or EXAMPLE), net.source_lines.get(err.where),
+                          str(err)) from None
+
+
+def _run(net, input, sweep: SweepSpec | None, solver: Any, progress: bool | None,
+         eps: bool) -> Report:
     name = (net.title.strip().splitlines() or [Path(str(input or EXAMPLE)).stem])[0]
     if eps:
         if sweep is not None:

@@ -120,7 +120,8 @@ def test_multiplier_and_keyword_values() -> None:
     netlist = read_netlist("t\nR1 a 0 r=1k m=2\nD1 a 0 DM area=3 m=2\nV1 a 0 7\n"
                            ".model DM D\n.options temp=50\n")
     assert netlist.elements[0].value == 500.0
-    assert netlist.elements[1].area == 6.0
+    assert (netlist.elements[1].area, netlist.elements[1].m) == (6.0, 2.0)  # m: for IBV
+    assert read_netlist(netlist.to_spice()) == netlist
     assert netlist.models["DM"] == DiodeModel("DM")
     assert netlist.temperature == 50.0
 

@@ -24,7 +24,8 @@ from ._netlist import VoltageSource as VoltageSourceCard
 from ._topology import CircuitError, check_topology
 from ._waveforms import waveform
 
-__all__ = ["build_circuit", "thermal_voltage", "K_BOLTZMANN", "Q_CHARGE", "GMIN_DEFAULT"]
+__all__ = ["build_circuit", "thermal_voltage", "breakdown_voltage", "K_BOLTZMANN", "Q_CHARGE",
+           "GMIN_DEFAULT"]
 
 #: ngspice-39's constants (CODATA 2014): Vt(27 C) = 0.025864917007157463 V.
 K_BOLTZMANN = 1.38064852e-23
@@ -55,7 +56,7 @@ def build_circuit(netlist: Netlist, *, gmin: float | None = None,
     start = start or {}
     nodes = {name: Node(float(start.get(name, 0.0))) for name in netlist.nodes}
     node = lambda name: ground if name == GROUND else nodes[name]  # noqa: E731
-    models = {name: _model(netlist, name) for name in netlist.models}
+    models = _models(netlist, physics.vt)
     resistors, diodes, vsources, isources, internal = {}, {}, {}, {}, {}
     capacitors, inductors = {}, {}
     wave = _waves(transient)
@@ -73,7 +74,9 @@ def build_circuit(netlist: Netlist, *, gmin: float | None = None,
                 anode = internal[e.name] = Node()
                 resistors[e.name + "#rs"] = Resistor(node(e.anode), anode,
                                                      _resistance(e.name + " RS", rs / e.area))
-            diodes[e.name] = Diode(anode, node(e.cathode), models[e.model], physics, e.area)
+            key = model_key(e.model, e.area, e.m)
+            model = models[key] if key in models else models[e.model]
+            diodes[e.name] = Diode(anode, node(e.cathode), model, physics, e.area)
         elif isinstance(e, VoltageSourceCard):
             vsources[e.name] = VoltageSource(node(e.pos), node(e.neg), float(e.dc),
                                              wave=wave(e.wave))
@@ -93,15 +96,60 @@ def _waves(transient: Transient | None):
         card.kind, card.params, clock, transient.tstep, transient.tstop)
 
 
+def _models(netlist: Netlist, vt: float) -> dict:
+    """One shared :class:`DiodeModel` per ``.model`` card, by name; a card with BV has one per
+    area and multiplier in use (``"DZ (IS x 6, IBV x 3)"`` for area 2 and m 3, beside ``"DZ"``
+    for area 1), as the breakdown voltage ngspice matches to IBV depends on both."""
+    models: dict = {}
+    reltol = netlist.options.get("reltol", 1e-3)
+    uses = [(e.model, e.area, e.m) for e in netlist.elements if isinstance(e, DiodeCard)]
+    for name, card in netlist.models.items():
+        plain = _model(netlist, name)
+        if card.BV is None:
+            models[name] = plain
+            continue
+        for area, m in dict.fromkeys([(a, m) for n, a, m in uses if n == name] or [(1.0, 1.0)]):
+            bv = breakdown_voltage(card.BV, m * card.IBV, card.IS * area, card.N * vt, vt, reltol)
+            if not bv > 0:  # 0 means no breakdown to the element
+                raise _error(f".model {name}: BV={card.BV:g} with IBV={card.IBV:g} gives "
+                             f"ngspice's matched breakdown voltage tBrkdwnV = {bv:.3g} V, not "
+                             "positive: not supported", "raise BV or lower IBV")
+            models[model_key(name, area, m)] = DiodeModel(plain.i_s, plain.n, bv)
+    return models
+
+
+def model_key(name: str, area: float, m: float) -> str:
+    """The key in ``Circuit.models`` of model ``name`` as a diode of this area and multiplier
+    uses it (``name`` itself for models without BV, and for area 1, m 1)."""
+    return name if (area, m) == (1.0, 1.0) else f"{name} (IS x {area:.17g}, IBV x {m:.17g})"
+
+
 def _model(netlist: Netlist, name: str) -> DiodeModel:
     card = netlist.models[name]
-    if card.BV is not None:
-        raise _error(f".model {name}: reverse breakdown (BV={card.BV:g}) is not supported",
-                     "remove BV (and IBV) from the model card; the diode then has no breakdown")
     if not (card.IS > 0 and card.N > 0 and card.RS >= 0):
         raise _error(f".model {name}: need IS > 0, N > 0 and RS >= 0, got IS={card.IS:g}, "
                      f"N={card.N:g}, RS={card.RS:g}", "fix the model card")
+    if card.BV is not None and not (0 < card.BV < math.inf and 0 < card.IBV < math.inf):
+        raise _error(f".model {name}: need BV > 0 and IBV > 0 (finite), got BV={card.BV:g}, "
+                     f"IBV={card.IBV:g}", "give the breakdown voltage as a positive number "
+                     "of volts, or remove BV for a diode without breakdown")
     return DiodeModel(float(card.IS), float(card.N))
+
+
+def breakdown_voltage(bv: float, ibv: float, csat: float, vtebrk: float, vt: float,
+                      reltol: float = 1e-3) -> float:
+    """ngspice's ``DIOtBrkdwnV`` (diotemp.c): the voltage ``xbv`` in ``-csat exp(-(xbv + v) /
+    vtebrk)`` at which the reverse current reaches ``ibv`` at ``v = -bv``, found by its own
+    fixed-point iteration to ``reltol`` (its early stop kept: results match ngspice's)."""
+    if ibv < csat * bv / vt:  # IBV below what IS gives at BV: ngspice raises it, keeps BV
+        return float(bv)
+    xbv = bv - vtebrk * math.log(1.0 + ibv / csat)
+    for _ in range(25):
+        xbv = bv - vtebrk * math.log(ibv / csat + 1.0 - xbv / vt)
+        reached = csat * (math.exp((bv - xbv) / vtebrk) - 1.0 + xbv / vt)
+        if abs(reached - ibv) <= reltol * ibv:
+            break
+    return float(xbv)
 
 
 def _gmin(value) -> float:

@@ -55,10 +55,13 @@ class Physics(sg.ReffableTreeNode):
 
 
 class DiodeModel(sg.ReffableTreeNode):
-    """A ``.model NAME D(...)`` card, shared by the diodes that use it: IS (A), N."""
+    """A ``.model NAME D(...)`` card, shared by the diodes that use it: IS (A), N, and ``bv``,
+    the breakdown voltage ngspice matches to BV and IBV (its ``DIOtBrkdwnV``; 0: none, a
+    finite value as the solver's inputs must be)."""
 
     i_s: jax.Array
     n: jax.Array
+    bv: jax.Array = 0.0
 
 
 class Resistor(sg.ReffableTreeNode):
@@ -106,20 +109,28 @@ class Inductor(sg.ReffableTreeNode):
         return ((self, -self.l * self.i),)
 
 
-def diode_current(v, i_s, vte, gmin, xp=jnp):
+def diode_current(v, i_s, vte, gmin, xp=jnp, bv=0.0):
     """SPICE3 junction current at ``v = V(anode) - V(cathode)``, GMIN included.
 
     ``v >= -3 vte``: ``IS (exp(v/vte) - 1) + GMIN v`` (the exponential continued linearly
-    above ``U_LINEAR``); below: ``-IS (1 + (3 vte / (v e))^3) + GMIN v``. Finite, with finite
-    derivatives, for every finite ``v``. ``xp=numpy`` evaluates it on the host (results).
+    above ``U_LINEAR``); below: ``-IS (1 + (3 vte / (v e))^3) + GMIN v``, and below ``-bv``
+    when ``bv > 0`` (breakdown; ngspice's NBV = N): ``-IS exp(-(bv + v) / vte) + GMIN v``,
+    continued linearly the same way. Finite, with finite derivatives, for every finite
+    ``v``. ``xp=numpy`` evaluates it on the host (results).
     """
-    u = v / vte
-    capped = xp.minimum(u, U_LINEAR)
-    forward = i_s * (xp.exp(capped) * (1.0 + (u - capped)) - 1.0)
     knee = -3.0 * vte
     v_rev = xp.where(v < knee, v, knee)  # keeps the unused branch (and its gradient) finite
     reverse = -i_s * (1.0 + (3.0 * vte / (v_rev * math.e)) ** 3)
-    return xp.where(v < knee, reverse, forward) + gmin * v
+    broken = (bv > 0) & (v < -bv) & (v < knee)
+    e = _linear_above(xp.where(broken, -(v + bv), v) / vte, xp)  # one exponential for both
+    reverse = xp.where(broken, -i_s * e, reverse)
+    return xp.where(v < knee, reverse, i_s * (e - 1.0)) + gmin * v
+
+
+def _linear_above(u, xp):
+    """``exp(u)``, continued as its tangent line above ``U_LINEAR`` (finite for finite u)."""
+    capped = xp.minimum(u, U_LINEAR)
+    return xp.exp(capped) * (1.0 + (u - capped))
 
 
 def pnjlim(v_new, v_old, vte, vcrit):
@@ -137,6 +148,14 @@ def pnjlim(v_new, v_old, vte, vcrit):
     floor = jnp.where(v_old > 0, -v_old - 1.0, 2.0 * v_old - 1.0)
     reverse = jnp.where((v_new < 0) & (v_new < floor), floor, v_new)
     return jnp.where(big, forward, reverse)
+
+
+def _limit_junction(v_new, v_old, vte, vcrit, bv):
+    """``pnjlim`` of a diode, in breakdown (``v_new`` below ``-bv + 10 vte``) on the voltage
+    beyond ``-bv`` (ngspice's dioload.c): the reverse exponential is damped as the forward."""
+    broken = -(pnjlim(-(v_new + bv), -(v_old + bv), vte, vcrit) + bv)
+    in_breakdown = (bv > 0) & (v_new < jnp.minimum(0.0, -bv + 10.0 * vte))
+    return jnp.where(in_breakdown, broken, pnjlim(v_new, v_old, vte, vcrit))
 
 
 class Diode(sg.ReffableTreeNode):
@@ -161,7 +180,7 @@ class Diode(sg.ReffableTreeNode):
     def current(self):
         """Junction current (A), GMIN included, as ngspice's ``@d[id]``."""
         return diode_current(self.voltage(), self.model.i_s * self.area, self._vte(),
-                             self.physics.gmin)
+                             self.physics.gmin, bv=self.model.bv)
 
     def contributions(self):
         i = self.current()
@@ -173,7 +192,7 @@ class Diode(sg.ReffableTreeNode):
         vte = self._vte()
         vcrit = vte * jnp.log(vte / (math.sqrt(2.0) * self.model.i_s * self.area))
         v_old, v_new = self.voltage(), new.voltage()
-        limited = pnjlim(v_new, v_old, vte, vcrit)
+        limited = _limit_junction(v_new, v_old, vte, vcrit, self.model.bv)
         dv = v_new - v_old
         moved = jnp.abs(dv) > 0
         frac = (limited - v_old) / jnp.where(moved, dv, 1.0)

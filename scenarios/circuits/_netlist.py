@@ -80,13 +80,16 @@ class Waveform:
 
 @dataclass(frozen=True)
 class Diode:
-    """``Dname anode cathode model [area]``: Shockley diode from anode to cathode."""
+    """``Dname anode cathode model [area] [m=...]``: Shockley diode from anode to cathode.
+    ``area`` scales IS (and divides RS) with the multiplier ``m`` included; ``m`` alone also
+    scales the breakdown current IBV (as ngspice: IBV is not scaled by the area)."""
 
     name: str
     anode: str
     cathode: str
     model: str
     area: float = 1.0
+    m: float = 1.0
 
     @property
     def nodes(self) -> tuple[str, str]:
@@ -132,9 +135,9 @@ _LETTER = {Resistor: "R", Capacitor: "C", Inductor: "L", Diode: "D", VoltageSour
 class DiodeModel:
     """``.model NAME D(...)``: saturation current IS (A), emission coefficient N, series RS (ohm).
 
-    BV/IBV (reverse breakdown; ``BV=None`` means none) are kept for the physics to accept or
-    refuse. ``params`` holds the other parameters given (upper-case name, value), which do not
-    change the DC solution at TEMP = TNOM (capacitances, transit time, noise, temperature
+    BV/IBV: reverse breakdown at BV volts with IBV amperes (``BV=None``: none), as ngspice.
+    ``params`` holds the other parameters given (upper-case name, value), which do not change
+    the DC solution at TEMP = TNOM (capacitances, transit time, noise, temperature
     coefficients).
     """
 
@@ -287,7 +290,8 @@ def _element_card(e: Element) -> str:
     if isinstance(e, (Resistor, Capacitor, Inductor)):
         return f"{e.name} {e.n1} {e.n2} {_num(e.value)}"
     if isinstance(e, Diode):
-        area = "" if e.area == 1.0 else f" {_num(e.area)}"
+        own = e.area / e.m if e.m != 1.0 else e.area
+        area = ("" if own == 1.0 else f" {_num(own)}") + ("" if e.m == 1.0 else f" m={_num(e.m)}")
         return f"{e.name} {e.anode} {e.cathode} {e.model}{area}"
     wave = "" if e.wave is None else (f" {e.wave.kind}(" + " ".join(_num(p) for p in e.wave.params)
                                        + ")")

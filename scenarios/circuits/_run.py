@@ -73,8 +73,8 @@ def _check_transient_run(name: str, lines: dict[str, int], sweep: SweepSpec | No
 
 
 def _check_cards(netlist: Netlist, name: str, lines: dict[str, int]) -> None:
-    """``build_circuit``'s refusals of the temperature and of a diode model (BV), which a
-    netlist may hold, as FormatErrors naming the card's file:line."""
+    """``build_circuit``'s refusals of the temperature and of a diode model (BV or IBV not
+    positive), which a netlist may hold, as FormatErrors naming the card's file:line."""
     checks = [(".temp", lambda: _check_temperature(netlist))] + [
         (f".model {model}", lambda model=model: _model(netlist, model)) for model in netlist.models]
     for card, check in checks:

@@ -36,7 +36,8 @@ class DeckChecks:
 
     def _check_model(self, name: _Tok, raw: dict[str, _Tok], model: DiodeModel) -> None:
         """The DC parameters of a ``.model`` card are usable (as ``build_circuit`` requires;
-        BV, which a netlist may hold, is refused there: the command line names its line)."""
+        a BV or IBV it cannot use, which a netlist may hold, is refused there: the command
+        line names its line)."""
         for key, value, usable, need in (("IS", model.IS, model.IS > 0, "> 0"),
                                          ("N", model.N, model.N > 0, "> 0"),
                                          ("RS", model.RS, model.RS >= 0, ">= 0")):

@@ -69,7 +69,7 @@ class ElementCards:
             raise self.error(card[-1], f"{name}: missing model name", f"write '{_usage(name)}'")
         model = card[3]
         positional, params = self._params(card[4:], {"area", "m", "ic", "off"})
-        area = 1.0
+        area, m = 1.0, 1.0
         for tok in positional:
             if tok.text.lower() == "off":
                 continue
@@ -89,7 +89,7 @@ class ElementCards:
             area *= m
         if not 0.0 < area < math.inf:  # inf: area times m overflowed
             raise self.error(card[0], f"{name}: area must be positive and finite")
-        return Diode(name, anode, cathode, model.text, area)
+        return Diode(name, anode, cathode, model.text, area, m)
 
     def _source(self, card: list[_Tok]) -> VoltageSource | CurrentSource:
         name = card[0].text

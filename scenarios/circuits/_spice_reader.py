@@ -10,6 +10,7 @@ commands (ignored). Anything else that could change the DC solution is a FormatE
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import os
@@ -368,4 +369,4 @@ class _Reader(ElementCards, TransientCards, DeckChecks):
                              f"add '.model {diode.model} D(IS=... N=...)'")
         if found[0].name == diode.model:
             return diode
-        return Diode(diode.name, diode.anode, diode.cathode, found[0].name, diode.area)
+        return dataclasses.replace(diode, model=found[0].name)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -170,13 +171,20 @@ ERRORS = [
     # an empty file (or one of comments): it said only "mpc.baseMVA is missing"
     ("", 1, "the file assigns no mpc field: it holds no case"),
     ("function mpc = nothing\n% only a comment\n", 2, "Is this a MATPOWER case file?"),
-    # MATPOWER's distribution cases (case33bw.m, case69.m, ...) convert Ohms and kW after
-    # their tables: say how to get a file that holds the converted case
-    (HEAD + BUS + GEN + BRANCH + "\n%% convert branch impedances from Ohms to p.u.\n"
-     "[PQ, PV, REF, NONE, BUS_I, BUS_TYPE, PD, QD, GS, BS, BUS_AREA, VM, ...\n"
-     "    VA, BASE_KV, ZONE, VMAX, VMIN, LAM_P, LAM_Q, MU_VMAX, MU_VMIN] = idx_bus;\n", 16,
+    # MATLAB code other than the distribution cases' unit conversions: say how to get a file
+    # that holds the case as MATPOWER loads it
+    (HEAD + BUS + GEN + BRANCH + "mpc.bus(:, 3) = 2 * mpc.bus(:, 3);\n", 14,
      "is not run here: save the case as MATPOWER loads it (mpc = loadcase('bad'); "
      "savecase('bad_pu.m', mpc)) and read that file"),
+    # a conversion as MATPOWER writes it, but with index names bound in another order (PD
+    # would be another column) or not bound at all, is not one: refused as other code
+    (HEAD + BUS + GEN + BRANCH + "[PD, QD] = idx_bus;\n", 14, "unsupported statement"),
+    (HEAD + BUS + GEN + BRANCH + "mpc.bus(:, [PD, QD]) = mpc.bus(:, [PD, QD]) / 1e3;\n", 14,
+     "unsupported statement"),
+    # a conversion that reads what is assigned only after it
+    (HEAD + "[PQ, PV, REF, NONE, BUS_I, BUS_TYPE, PD, QD] = idx_bus;\n"
+     "mpc.bus(:, [PD, QD]) = mpc.bus(:, [PD, QD]) / 1e3;\n" + BUS + GEN + BRANCH, 5,
+     "reads mpc.bus, which is not a full matrix assigned before it"),
 ]
 
 
@@ -294,3 +302,32 @@ def test_json_sections_must_be_lists(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc))
     with pytest.raises(FormatError, match=r"\.branches: expected a list, got dict"):
         read_case_json(path)
+
+
+def test_matpowers_distribution_cases_convert_their_units_as_matlab_does() -> None:
+    """case33bw (Baran & Wu) gives r, x in ohms and loads in kW, converted by MATLAB code after
+    its tables; MATPOWER's runpf: min Vm 0.91309 p.u. at bus 18, losses 202.67 kW."""
+    from scenarios.powerflow import build_powerflow
+    case = read_matpower(DATA / "case33bw.m")
+    assert case.notes[:2] == (
+        "branch r, x converted from ohms to p.u. (Z base 16.0276 ohm), as the file's MATLAB "
+        "code on line 122 does", "loads converted from kW/kVAr to MW/MVAr, as line 125 does")
+    result = build_powerflow(case).solve()
+    vm = result.vm()
+    assert result.converged and min(vm, key=vm.get) == 18
+    assert vm[18] == pytest.approx(0.91309, abs=5e-6)
+    losses = sum(bus.p for bus in result.buses().values()) * case.base_mva
+    assert losses == pytest.approx(0.20268, abs=5e-5)
+
+
+def test_a_power_factor_conversion_sets_q_from_p_before_scaling_p() -> None:
+    """case141's loads: QD = PD sin(acos(pf)), then PD = PD pf (the order matters)."""
+    code = ("[PQ, PV, REF, NONE, BUS_I, BUS_TYPE, PD, QD] = idx_bus;\n"
+            "mpc.bus(:, [PD, QD]) = mpc.bus(:, [PD, QD]) / 1e3;\npf = 0.85;\n"
+            "mpc.bus(:, QD) = mpc.bus(:, PD) * sin(acos(pf));\n"
+            "mpc.bus(:, PD) = mpc.bus(:, PD) * pf;\n")
+    case = read_matpower(HEAD + BUS.replace(" 2 1 10 5", " 2 1 10000 5") + GEN + BRANCH + code)
+    load = case.buses[1]
+    assert load.Pd == pytest.approx(10.0 * 0.85 / 100) and load.Qd == pytest.approx(
+        10.0 * math.sin(math.acos(0.85)) / 100)
+

@@ -21,6 +21,7 @@ from .._source import read_source
 from ._case import PowerCase
 from ._matpower_build import Table, build_case
 from ._mfile import Matrix, MFile, parse_mfile
+from ._unit_code import apply as apply_conversions
 
 __all__ = ["read_matpower"]
 
@@ -49,9 +50,10 @@ def read_matpower(path_or_text: str | os.PathLike) -> PowerCase:
     if not isinstance(base, float) or not math.isfinite(base) or not base > 0.0:
         raise FormatError(path, line, f"mpc.baseMVA must be a finite positive number, got "
                           f"{base!r}", "write the system MVA base, e.g. 'mpc.baseMVA = 100;'")
+    notes = apply_conversions(path, mfile.conversions, mfile.matrices, base)
     rows = {key: _rows(path, mfile.matrices.get(key), key, mfile.last_line) for key in _COLUMNS}
     name = mfile.function or (Path(path).stem if path != "<string>" else "case")
-    return build_case(path, base, name, rows["bus"], rows["gen"], rows["branch"])
+    return build_case(path, base, name, rows["bus"], rows["gen"], rows["branch"], notes)
 
 
 def _base_mva(mfile: MFile) -> tuple[int, float | str]:

@@ -31,9 +31,12 @@ class Table:
 
 
 def build_case(path: str, base: float, name: str, bus: Table, gen: Table,
-               branch: Table) -> PowerCase:
-    """The PowerCase of the three tables (per unit on ``base``)."""
-    return _Builder(path, base).build(name, bus, gen, branch)
+               branch: Table, notes: list | tuple = ()) -> PowerCase:
+    """The PowerCase of the three tables (per unit on ``base``); ``notes``: what the reader
+    changed before (unit conversions), first in the case's notes."""
+    builder = _Builder(path, base)
+    builder.notes.extend(notes)
+    return builder.build(name, bus, gen, branch)
 
 
 #: Why two bus numbers of the file can read as one (numbers are doubles, as in MATLAB).

@@ -2,8 +2,10 @@
 
 Understood: ``function mpc = name``, ``mpc.X = number;``, ``mpc.X = 'text';``, ``mpc.X = [ ... ];``
 (rows split by ``;`` or newlines, values by blanks or commas), ``mpc.X = { ... };`` (skipped),
-``%``/``#`` comments, ``...`` continuations, ``end``/``return``. Any other statement (e.g.
-``mpc.bus(:, 3) = 0;``) is refused, so data is never silently different from what MATLAB reads.
+``%``/``#`` comments, ``...`` continuations, ``end``/``return``, and the unit conversions of
+MATPOWER's distribution cases (:mod:`._unit_code`: recognized, kept as data, never run). Any
+other statement (e.g. ``mpc.bus(:, 3) = 0;``) is refused, so data is never silently different
+from what MATLAB reads.
 The plain lines inside a matrix (numbers only) are read in bulk (:mod:`._mblock`); a line with
 a comment, string or ``...``, or a bad value, is read on its own, which names file and line.
 """
@@ -17,6 +19,7 @@ import numpy as np
 
 from .._errors import FormatError
 from ._mblock import NUMBER as _NUMBER, Block, read_block
+from ._unit_code import recognize
 
 __all__ = ["Matrix", "MFile", "parse_mfile"]
 
@@ -82,13 +85,15 @@ class _Rows:
 
 @dataclass
 class MFile:
-    """Assignments found: scalars/strings by name, matrices by name, the function name."""
+    """Assignments found: scalars/strings by name, matrices by name, the function name, and
+    the unit conversions (`._unit_code.Conversion`) in file order."""
 
     path: str
     function: str | None = None
     scalars: dict[str, tuple[int, float | str]] = field(default_factory=dict)
     matrices: dict[str, Matrix] = field(default_factory=dict)
     last_line: int = 1
+    conversions: list = field(default_factory=list)
 
 
 def parse_mfile(path: str, text: str) -> MFile:
@@ -133,6 +138,7 @@ class _Parser:
         self.closer = "]"
         self.row: list[float] = []
         self.row_line = 0
+        self.declared: set = set()  # index names bound by idx_bus / idx_brch
 
     def parse(self, text: str) -> MFile:
         pending, pending_line = "", 0
@@ -193,14 +199,18 @@ class _Parser:
                 self.result.function = function.group(1)
                 return
             assign = _ASSIGN.fullmatch(code)
+            conversion = None if assign else recognize(code, number, self.declared)
+            if conversion is not None:
+                self.result.conversions.append(conversion)
+                return
             if assign is None:
                 case = self.result.function or "CASE"
                 raise FormatError(self.path, number, f"unsupported statement {code[:60]!r}",
-                                  "a case file may only assign mpc.NAME = value; MATLAB code "
-                                  "that changes the case (MATPOWER's distribution cases convert "
-                                  "Ohms and kW after their tables) is not run here: save the case "
-                                  f"as MATPOWER loads it (mpc = loadcase('{case}'); "
-                                  f"savecase('{case}_pu.m', mpc)) and read that file")
+                                  "a case file may only assign mpc.NAME = value (and convert "
+                                  "units as MATPOWER's distribution cases do); other MATLAB code "
+                                  "is not run here: save the case as MATPOWER loads it (mpc = "
+                                  f"loadcase('{case}'); savecase('{case}_pu.m', mpc)) and read "
+                                  "that file")
             name, rest = assign.groups()
             if rest and rest[0] in "[{":
                 self.open, self.closer = _Rows(name, number), "]" if rest[0] == "[" else "}"

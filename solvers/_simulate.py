@@ -160,36 +160,53 @@ def _run(problem, cfg, ls, dc_method, initial, params, x0, grid, t0):
     s = s._replace(result=jnp.where(valid, s.result, int(TRANSIENT_RESULTS.invalid_times)))
     out = out._replace(ys=jnp.where(valid, out.ys, jnp.nan))
     if cfg.save_steps:
-        ys = _replayed_output(problem, cfg, ls, initial, t0, start, s, out, params, x0)
+        ys, rec_x = _replayed_output(problem, cfg, ls, initial, t0, start, s, out, params, x0)
     else:
-        ys = _no_gradient(out.ys, params)
-    return (ys, s.result, s.n_acc, s.n_rej, s.n_newton, s.t, s.rec_t, s.rec_x, s.rec_order)
+        ys, rec_x = _no_gradient((out.ys, s.rec_x), params)
+    return (ys, s.result, s.n_acc, s.n_rej, s.n_newton, s.t, s.rec_t, rec_x, s.rec_order)
 
 
 def _replayed_output(problem, cfg, ls, initial, t0, start, s, out, params, x0):
-    """The integrator's grid output, whose derivative comes from replaying the recorded steps
-    (`_transient.replay`). The replay is traced only when the run is differentiated, so a
-    plain run neither compiles nor executes it (a scan over ``max_steps``)."""
+    """The integrator's grid output and accepted states (``steps_x``), whose derivatives
+    come from replaying the recorded steps (`_transient.replay`). The replay is traced only
+    when the run is differentiated, so a plain run neither compiles nor executes it (a scan
+    over ``max_steps``)."""
     return _replayed((problem, cfg, ls, initial), (t0, start, s, out), params, x0)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
 def _replayed(spec, record, params, x0):
-    return record[3].ys
+    return record[3].ys, record[2].rec_x
 
 
 @_replayed.defjvp
 def _replayed_jvp(spec, primals, tangents):
     problem, cfg, ls, initial = spec
     (t0, start, s, out), params, x0 = primals
+    started = s.result != int(TRANSIENT_RESULTS.initial_point_failed)
+    # a failed operating point's iterate (NaN, huge) would make a masked (zero) cotangent
+    # NaN through dQ/dp = f(x); its derivative is NaN by `started`, and its outputs by NaN
+    known = jnp.where(started & jnp.isfinite(start), start, jnp.zeros_like(start))
 
     def replayed(params, x0):
-        x_start = (_transient.start_root(problem, ls, params, start, t0) if initial == "dc"
-                   else x0)
+        x_start = (_transient.start_root(problem, ls, params, known, t0, started)
+                   if initial == "dc" else x0)
         return _transient.replay(problem, cfg, ls, params, x_start, s, out)
 
-    _, d_ys = jax.jvp(replayed, (params, x0), tangents[1:])
-    return out.ys, _failed_outputs_poisoned(jnp.isnan(out.ys), d_ys)
+    (ys, xs), (d_ys, d_xs) = jax.jvp(replayed, (params, x0), tangents[1:])
+    failed = jnp.isnan(out.ys)
+    unused = jnp.arange(xs.shape[0])[:, None] > s.n_acc  # record rows past the last step
+    return ((_moving(out.ys, ys, failed), _moving(s.rec_x, xs, unused)),
+            (_failed_outputs_poisoned(failed, d_ys), jnp.where(unused, 0.0, d_xs)))
+
+
+def _moving(value, replayed, fixed):
+    """``value`` (the run's own output) moving with ``replayed`` (the replay's, equal to
+    it) where not ``fixed``: differentiating this rule again (second derivatives) must see
+    the output move with the parameters, as the implicit root's rule does; a constant
+    there dropped every term through it (a Hessian's came out 0)."""
+    follow = jnp.where(fixed, 0.0, replayed)
+    return value + (follow - lax.stop_gradient(follow))
 
 
 def _failed_outputs_poisoned(failed, d_ys):
@@ -242,8 +259,8 @@ def _fixed_times_jvp(primals, tangents):
 
 
 @jax.custom_jvp
-def _no_gradient(ys, params):
-    return ys
+def _no_gradient(outputs, params):
+    return outputs
 
 
 @_no_gradient.defjvp

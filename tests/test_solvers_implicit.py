@@ -143,6 +143,20 @@ def test_second_derivatives_match_differenced_gradients():
     assert abs(float(differenced[0, 0])) > 1e-3
 
 
+def test_second_derivatives_through_solves_inside_a_loop():
+    # A reverse pass partially evaluates a lax.map's (a scan's) body and drops the custom
+    # derivative rule there: x* did not move with p, and jax.hessian of sum(x*^2) over
+    # solves of x^3 = p inside lax.map came out 0 (exact: -(2/9) p^(-4/3)).
+    def loss(p):
+        return jnp.sum(jax.lax.map(lambda q: solvers.solve(
+            lambda x, c: x ** 3 - c, jnp.ones(1), q, solver=solvers.Newton()).x[0], p) ** 2)
+
+    p = jnp.asarray([8.0, 27.0])
+    exact = np.diag(-(2.0 / 9.0) * np.asarray(p) ** (-4.0 / 3.0))
+    for hessian in (jax.hessian(loss), jax.jacrev(jax.jacrev(loss))):
+        np.testing.assert_allclose(hessian(p), exact, rtol=1e-8, atol=1e-15)
+
+
 def test_matrix_free_gradient_equals_dense():
     problem = nlp.BY_NAME["discrete_integral_equation"]
     x0 = jnp.asarray(problem.x0)

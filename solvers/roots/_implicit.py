@@ -6,7 +6,9 @@ layer attaches the derivative. It is a ``custom_jvp`` whose tangent is a
 ``lax.custom_linear_solve`` with the linear solver's ``solve`` and ``solve_transpose``, so
 forward mode, reverse mode (which transposes that solve) and ``vmap`` all work, and sparse
 or matrix-free back ends plug in unchanged. The rule's x* is itself the differentiable
-root, so second and higher derivatives are exact too. Values that ``fn`` closes over are
+root, so second and higher derivatives are exact too (inside a ``lax.scan`` or ``lax.map``
+differentiated in reverse mode, where JAX drops the rule, `_moving_root` keeps second
+derivatives exact). Values that ``fn`` closes over are
 hoisted with ``jax.closure_convert`` and differentiated too.
 
 Gradients are meaningful only for converged members: a member that did not converge gets
@@ -59,11 +61,17 @@ def _root_jvp(fn, linear_solver, primals, tangents):
     # sees x* move with the parameters through this same rule. A failed member's x* there
     # moves not at all (poison 0, not NaN): its NaN belongs on dx alone, where a mask
     # (jnp.where on `converged`) removes it, also from second derivatives.
-    x_star = _root(fn, linear_solver, lax.stop_gradient(x_star), args,
-                   jnp.where(jnp.isnan(poison), jnp.zeros_like(poison), poison))
+    x_star = _moving_root(fn, linear_solver, lax.stop_gradient(x_star), args,
+                          jnp.where(jnp.isnan(poison), jnp.zeros_like(poison), poison))
     f = partial(_call, fn)
     _, op = linear_solver.linearize(f, x_star, args)
     _, rhs = jax.jvp(lambda a: f(x_star, a), (args,), (d_args,))
+    return x_star, _solved(linear_solver, op, -rhs, poison)
+
+
+def _solved(linear_solver, op, b, poison):
+    """``J^{-1} b`` as a ``custom_linear_solve`` (its transpose: ``J^{-T}``), times
+    ``poison``."""
 
     def safe(solve, b):
         # J^{-1} 0 = 0 even when J is singular, so masked-out members give zero, not NaN;
@@ -72,11 +80,32 @@ def _root_jvp(fn, linear_solver, primals, tangents):
         return jnp.where(zero, jnp.zeros_like(b),
                          poison * solve(op, jnp.where(zero, 1.0, b)))
 
-    dx = lax.custom_linear_solve(
-        lambda v: linear_solver.matvec(op, v), -rhs,
+    return lax.custom_linear_solve(
+        lambda v: linear_solver.matvec(op, v), b,
         solve=lambda _, b: safe(linear_solver.solve, b),
         transpose_solve=lambda _, b: safe(linear_solver.solve_transpose, b))
-    return x_star, dx
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0, 1))
+def _moving_root(fn, linear_solver, x_star, args, poison):
+    """``x_star`` as `_root` gives it, for the rule's own primal output, plus a Newton
+    correction ``-J^{-1} F(x*, args)`` that is zero in value (``c - stop_gradient(c)``):
+    where JAX keeps the rule (forward mode, and reverse mode outside loops) the rule
+    differentiates it, exactly to every order; where JAX drops it and differentiates this
+    function instead (a reverse-mode pass partially evaluates a ``lax.scan``'s or
+    ``lax.map``'s body, inlining custom rules: the transient's replay, a solve inside a
+    user's map), the correction still moves x* with the parameters, exactly to first
+    order, so second derivatives (``jax.hessian``) stay exact there, where x* was a
+    constant and every Hessian through the loop came out 0 (third derivatives there are
+    not exact: one correction carries one order)."""
+    f = partial(_call, fn)
+    _, op = linear_solver.linearize(f, x_star, lax.stop_gradient(args))
+    step = _solved(linear_solver, op, f(x_star, args), jnp.ones_like(poison))
+    step = jnp.where(jnp.isfinite(step) & (poison != 0), step, jnp.zeros_like(step))
+    return x_star - (step - lax.stop_gradient(step))
+
+
+_moving_root.defjvp(_root_jvp)
 
 
 @jax.custom_jvp

@@ -33,7 +33,8 @@ class TransientSolution:
     codes), ``n_steps``/``n_rejected``/``n_newton`` per member; ``t_stop`` (...,) the time
     each member's run reached (its last accepted step: ``t[-1]`` on success). With
     ``Integrator(save_steps=True)`` (else length 1): ``steps_t`` (..., S + 1) the accepted
-    times (first ``n_steps + 1`` valid), ``steps_x`` their states, ``steps_order`` 1
+    times (first ``n_steps + 1`` valid), ``steps_x`` their states (differentiable as ``x``
+    is, at the recorded times), ``steps_order`` 1
     (backward Euler) or 2 per step. ``value(node)`` reads a node's trajectory,
     ``to_frame()`` the output as a pandas table.
     """

@@ -324,9 +324,10 @@ def integrate(problem, cfg, ls, params, x0, start_ok, grid, t0, h0, hmin, atol, 
     return lax.scan(output, s, grid)
 
 
-def replay(problem, cfg, ls, params, x0, s: State, out: Output) -> jax.Array:
-    """The grid output recomputed from the recorded steps, differentiable in ``params`` and
-    ``x0``: each accepted state is its step's root with an implicit derivative."""
+def replay(problem, cfg, ls, params, x0, s: State, out: Output) -> tuple[jax.Array, jax.Array]:
+    """The grid output and the accepted states (``rec_x``'s shape: rows past ``n_acc``
+    repeat the last state) recomputed from the recorded steps, differentiable in ``params``
+    and ``x0``: each accepted state is its step's root with an implicit derivative."""
     fn = _residual_fn(problem)
     q0 = problem.charge(x0, problem.at(params, s.rec_t[0]))
 
@@ -350,11 +351,12 @@ def replay(problem, cfg, ls, params, x0, s: State, out: Output) -> jax.Array:
     near = xs[out.g_idx]
     return jnp.where(jnp.asarray(problem.lowered.differential),
                      jnp.einsum("gk,gkn->gn", out.g_w, near),
-                     jnp.einsum("gk,gkn->gn", out.g_w_alg, near))
+                     jnp.einsum("gk,gkn->gn", out.g_w_alg, near)), xs
 
 
-def start_root(problem, ls, params, x_star, t0) -> jax.Array:
-    """The DC operating point ``x_star`` with its implicit derivative."""
+def start_root(problem, ls, params, x_star, t0, converged=True) -> jax.Array:
+    """The DC operating point ``x_star`` with its implicit derivative (NaN where the
+    operating point was not found: ``converged`` False)."""
     return implicit_solution(lambda x, p: problem.residual(x, p), ls, x_star,
-                             problem.at(params, t0))
+                             problem.at(params, t0), converged)
 

@@ -52,11 +52,15 @@ def test_breakdown_voltage_follows_ngspice_diotemp():
     assert 1e-14 * (math.exp((5.0 - xbv) / vt) - 1.0 + xbv / vt) == pytest.approx(1e-3, rel=1e-12)
 
 
-def test_each_area_and_multiplier_of_a_breakdown_model_has_its_own_model_node():
-    # tBrkdwnV depends on IS x area and IBV x m: diodes of one card may need different ones
-    models = solve_circuit(REGULATOR).graph.models
-    assert set(models) == {"DZ", "DZ2 (IS x 6, IBV x 3)"}
-    assert 2.0 < float(models["DZ2 (IS x 6, IBV x 3)"].bv) < 3.3 and float(models["DZ"].bv) > 4
+def test_a_diode_with_breakdown_is_a_zener_diode_holding_its_own_voltage():
+    # tBrkdwnV depends on IS x area and IBV x m: each diode holds its own; diodes without BV
+    # stay plain Diodes (their evaluation and step limit carry no breakdown branch)
+    from scenarios.circuits._elements import Diode, ZenerDiode
+    diodes = solve_circuit(REGULATOR).graph.diodes
+    assert {type(d) for d in diodes.values()} == {ZenerDiode}
+    assert 2.0 < float(diodes["D2"].bv) < 3.3 < 4.0 < float(diodes["D1"].bv) < 5.1
+    plain = solve_circuit("* t\nV1 1 0 1\nR1 1 2 1k\nD1 2 0 DM\n.model DM D\n.op\n.end\n")
+    assert type(plain.graph.diodes["D1"]) is Diode
 
 
 def test_a_breakdown_that_ngspice_would_place_above_zero_volts_is_refused():

@@ -13,7 +13,7 @@ import numpy as np
 import solvers
 
 from ._elements import (Capacitor, Circuit, CurrentSource, Diode, DiodeModel, Ground, Inductor,
-                        Node, Physics, Resistor, VoltageSource)
+                        Node, Physics, Resistor, VoltageSource, ZenerDiode)
 from ._netlist import GROUND, Netlist, Transient
 from ._netlist import Capacitor as CapacitorCard
 from ._netlist import Inductor as InductorCard
@@ -56,7 +56,7 @@ def build_circuit(netlist: Netlist, *, gmin: float | None = None,
     start = start or {}
     nodes = {name: Node(float(start.get(name, 0.0))) for name in netlist.nodes}
     node = lambda name: ground if name == GROUND else nodes[name]  # noqa: E731
-    models = _models(netlist, physics.vt)
+    models = {name: _model(netlist, name) for name in netlist.models}
     resistors, diodes, vsources, isources, internal = {}, {}, {}, {}, {}
     capacitors, inductors = {}, {}
     wave = _waves(transient)
@@ -74,9 +74,8 @@ def build_circuit(netlist: Netlist, *, gmin: float | None = None,
                 anode = internal[e.name] = Node()
                 resistors[e.name + "#rs"] = Resistor(node(e.anode), anode,
                                                      _resistance(e.name + " RS", rs / e.area))
-            key = model_key(e.model, e.area, e.m)
-            model = models[key] if key in models else models[e.model]
-            diodes[e.name] = Diode(anode, node(e.cathode), model, physics, e.area)
+            diodes[e.name] = _diode(netlist, e, (anode, node(e.cathode)), models[e.model],
+                                    physics)
         elif isinstance(e, VoltageSourceCard):
             vsources[e.name] = VoltageSource(node(e.pos), node(e.neg), float(e.dc),
                                              wave=wave(e.wave))
@@ -96,32 +95,19 @@ def _waves(transient: Transient | None):
         card.kind, card.params, clock, transient.tstep, transient.tstop)
 
 
-def _models(netlist: Netlist, vt: float) -> dict:
-    """One shared :class:`DiodeModel` per ``.model`` card, by name; a card with BV has one per
-    area and multiplier in use (``"DZ (IS x 6, IBV x 3)"`` for area 2 and m 3, beside ``"DZ"``
-    for area 1), as the breakdown voltage ngspice matches to IBV depends on both."""
-    models: dict = {}
-    reltol = netlist.options.get("reltol", 1e-3)
-    uses = [(e.model, e.area, e.m) for e in netlist.elements if isinstance(e, DiodeCard)]
-    for name, card in netlist.models.items():
-        plain = _model(netlist, name)
-        if card.BV is None:
-            models[name] = plain
-            continue
-        for area, m in dict.fromkeys([(a, m) for n, a, m in uses if n == name] or [(1.0, 1.0)]):
-            bv = breakdown_voltage(card.BV, m * card.IBV, card.IS * area, card.N * vt, vt, reltol)
-            if not bv > 0:  # 0 means no breakdown to the element
-                raise _error(f".model {name}: BV={card.BV:g} with IBV={card.IBV:g} gives "
-                             f"ngspice's matched breakdown voltage tBrkdwnV = {bv:.3g} V, not "
-                             "positive: not supported", "raise BV or lower IBV")
-            models[model_key(name, area, m)] = DiodeModel(plain.i_s, plain.n, bv)
-    return models
-
-
-def model_key(name: str, area: float, m: float) -> str:
-    """The key in ``Circuit.models`` of model ``name`` as a diode of this area and multiplier
-    uses it (``name`` itself for models without BV, and for area 1, m 1)."""
-    return name if (area, m) == (1.0, 1.0) else f"{name} (IS x {area:.17g}, IBV x {m:.17g})"
+def _diode(netlist: Netlist, e: DiodeCard, nodes: tuple, model: DiodeModel, physics: Physics):
+    """A :class:`Diode`, or a :class:`ZenerDiode` when its model has BV: its breakdown voltage
+    as ngspice matches it to IBV for this diode's saturation current (IS x area, IBV x m)."""
+    card = netlist.models[e.model]
+    if card.BV is None:
+        return Diode(*nodes, model, physics, e.area)
+    bv = breakdown_voltage(card.BV, e.m * card.IBV, card.IS * e.area, card.N * physics.vt,
+                           physics.vt, netlist.options.get("reltol", 1e-3))
+    if not bv > 0:
+        raise _error(f".model {e.model}: BV={card.BV:g} with IBV={card.IBV:g} gives ngspice's "
+                     f"matched breakdown voltage tBrkdwnV = {bv:.3g} V, not positive: not "
+                     "supported", "raise BV or lower IBV")
+    return ZenerDiode(*nodes, model, physics, e.area, bv)
 
 
 def _model(netlist: Netlist, name: str) -> DiodeModel:

@@ -18,8 +18,8 @@ import jax.numpy as jnp
 import simgraph as sg
 
 __all__ = ["Node", "Ground", "Physics", "DiodeModel", "Resistor", "Capacitor", "Inductor",
-           "Diode", "VoltageSource", "CurrentSource", "Circuit", "diode_current", "pnjlim",
-           "U_LINEAR"]
+           "Diode", "ZenerDiode", "VoltageSource", "CurrentSource", "Circuit", "diode_current",
+           "pnjlim", "U_LINEAR"]
 
 #: Above ``v / (N Vt) = U_LINEAR`` the diode exponential continues as its tangent line, so the
 #: residual is finite for any voltage; ``IS * exp(80)`` exceeds 1e18 A for any IS >= 1e-17 A,
@@ -55,13 +55,10 @@ class Physics(sg.ReffableTreeNode):
 
 
 class DiodeModel(sg.ReffableTreeNode):
-    """A ``.model NAME D(...)`` card, shared by the diodes that use it: IS (A), N, and ``bv``,
-    the breakdown voltage ngspice matches to BV and IBV (its ``DIOtBrkdwnV``; 0: none, a
-    finite value as the solver's inputs must be)."""
+    """A ``.model NAME D(...)`` card, shared by the diodes that use it: IS (A), N."""
 
     i_s: jax.Array
     n: jax.Array
-    bv: jax.Array = 0.0
 
 
 class Resistor(sg.ReffableTreeNode):
@@ -153,9 +150,10 @@ def pnjlim(v_new, v_old, vte, vcrit):
 def _limit_junction(v_new, v_old, vte, vcrit, bv):
     """``pnjlim`` of a diode, in breakdown (``v_new`` below ``-bv + 10 vte``) on the voltage
     beyond ``-bv`` (ngspice's dioload.c): the reverse exponential is damped as the forward."""
-    broken = -(pnjlim(-(v_new + bv), -(v_old + bv), vte, vcrit) + bv)
-    in_breakdown = (bv > 0) & (v_new < jnp.minimum(0.0, -bv + 10.0 * vte))
-    return jnp.where(in_breakdown, broken, pnjlim(v_new, v_old, vte, vcrit))
+    flip = (bv > 0) & (v_new < jnp.minimum(0.0, -bv + 10.0 * vte))
+    limited = pnjlim(jnp.where(flip, -(v_new + bv), v_new), jnp.where(flip, -(v_old + bv), v_old),
+                     vte, vcrit)  # one pnjlim: on the voltage beyond -bv where flipped
+    return jnp.where(flip, -(limited + bv), limited)
 
 
 class Diode(sg.ReffableTreeNode):
@@ -180,7 +178,7 @@ class Diode(sg.ReffableTreeNode):
     def current(self):
         """Junction current (A), GMIN included, as ngspice's ``@d[id]``."""
         return diode_current(self.voltage(), self.model.i_s * self.area, self._vte(),
-                             self.physics.gmin, bv=self.model.bv)
+                             self.physics.gmin)
 
     def contributions(self):
         i = self.current()
@@ -192,11 +190,34 @@ class Diode(sg.ReffableTreeNode):
         vte = self._vte()
         vcrit = vte * jnp.log(vte / (math.sqrt(2.0) * self.model.i_s * self.area))
         v_old, v_new = self.voltage(), new.voltage()
-        limited = _limit_junction(v_new, v_old, vte, vcrit, self.model.bv)
-        dv = v_new - v_old
-        moved = jnp.abs(dv) > 0
-        frac = (limited - v_old) / jnp.where(moved, dv, 1.0)
-        return jnp.where(moved, jnp.clip(frac, 1e-300, 1.0), 1.0)
+        return _fraction(v_old, v_new, self._limit(v_new, v_old, vte, vcrit))
+
+    def _limit(self, v_new, v_old, vte, vcrit):
+        return pnjlim(v_new, v_old, vte, vcrit)
+
+
+class ZenerDiode(Diode):
+    """A :class:`Diode` with reverse breakdown below ``-bv`` (ngspice's ``DIOtBrkdwnV``: the
+    voltage matched to the model's BV and IBV, see ``breakdown_voltage``; > 0). A class of its
+    own, so circuits without breakdown evaluate and limit plain diodes only."""
+
+    bv: jax.Array = 0.0
+
+    def current(self):
+        """Junction current (A), GMIN included, as ngspice's ``@d[id]``."""
+        return diode_current(self.voltage(), self.model.i_s * self.area, self._vte(),
+                             self.physics.gmin, bv=self.bv)
+
+    def _limit(self, v_new, v_old, vte, vcrit):
+        return _limit_junction(v_new, v_old, vte, vcrit, self.bv)
+
+
+def _fraction(v_old, v_new, limited):
+    """The fraction of the step ``v_old -> v_new`` that reaches ``limited``, in (0, 1]."""
+    dv = v_new - v_old
+    moved = jnp.abs(dv) > 0
+    frac = (limited - v_old) / jnp.where(moved, dv, 1.0)
+    return jnp.where(moved, jnp.clip(frac, 1e-300, 1.0), 1.0)
 
 
 def _level(source):

@@ -48,7 +48,7 @@ def diode_currents(graph: Circuit, names: list) -> np.ndarray:
     i_s = col(lambda d: d.model.i_s) * col(lambda d: d.area)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         return np.asarray(diode_current(v, i_s, vte, np.asarray(graph.physics.gmin)[..., None],
-                                        xp=np, bv=col(lambda d: d.model.bv)))
+                                        xp=np, bv=col(lambda d: getattr(d, "bv", 0.0))))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -85,8 +85,10 @@ def apply(path: str, conversions: list, matrices: dict, base_mva: float) -> list
     values: dict = {}
     notes = []
     for c in conversions:
-        if c.kind in ("index", "pf", "sbase"):
-            values[c.kind] = {"index": None, "pf": c.value, "sbase": base_mva * 1e6}[c.kind]
+        if c.kind == "index":
+            continue
+        if c.kind in ("pf", "sbase"):
+            values[c.kind] = c.value if c.kind == "pf" else base_mva * 1e6
             continue
         table = _table(path, c, matrices, "branch" if c.kind == "ohms" else "bus")
         if c.kind == "vbase":

@@ -154,14 +154,8 @@ class Solution:
         """Index of the failed member with the largest residual (None if all converged),
         into this solution's arrays (see ``first_member`` for a sweep's process part)."""
         codes, norms = self._concrete("worst_index")
-        failed = codes != int(RESULTS.successful)
-        if not failed.any():
-            return None
-        if codes.ndim == 0:
-            return ()
-        score = np.where(np.isfinite(norms), norms, np.inf)
-        score = np.where(failed, score, -1.0)
-        return member_index(int(np.argmax(score.reshape(-1))), codes.shape)
+        return worst_member(codes != int(RESULTS.successful),
+                            np.where(np.isfinite(norms), norms, np.inf))
 
     def summary(self) -> str:
         """Counts of each result code, and the worst failed member if any."""
@@ -296,10 +290,15 @@ def _tuple_index(index: tuple, shape: tuple, holder: str) -> tuple:
     return tuple(int(i) for i in index)
 
 
-def member_index(flat: int, shape: tuple):
-    """Member ``flat`` of a batch of ``shape`` as its index: an int for one batch axis, a
-    tuple for several."""
-    return flat if len(shape) == 1 else tuple(map(int, np.unravel_index(flat, shape)))
+def worst_member(failed: np.ndarray, score: np.ndarray):
+    """The failed member with the highest ``score`` (the first of equals) as an index: None
+    if none failed, ``()`` for one run, an int for one batch axis, a tuple for several."""
+    if not failed.any():
+        return None
+    if failed.ndim == 0:
+        return ()
+    flat = int(np.argmax(np.where(failed, score, -np.inf).reshape(-1)))
+    return flat if failed.ndim == 1 else tuple(map(int, np.unravel_index(flat, failed.shape)))
 
 
 def unknowns_of(system: Any, where) -> slice:

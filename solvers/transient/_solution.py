@@ -11,7 +11,7 @@ import numpy as np
 
 from .._concrete import is_concrete
 from ..lowering._system import System
-from ..roots._solution import SolveError, _as_index, member_index, unknowns_of
+from ..roots._solution import SolveError, _as_index, unknowns_of, worst_member
 from ..roots._solve import _keep_off_fast_path
 from ._frame import transient_frame
 from ._integrator import TRANSIENT_RESULTS
@@ -72,14 +72,9 @@ class TransientSolution:
     def worst_index(self):
         """Index of the failed member that stopped earliest (None if all reached the end;
         ``()`` for one failed run), into this solution's arrays."""
-        codes, stops = self._concrete("worst_index")
-        failed = codes != int(TRANSIENT_RESULTS.successful)
-        if not failed.any():
-            return None
-        if codes.ndim == 0:
-            return ()
-        earliest = np.where(failed, np.nan_to_num(stops, nan=-np.inf), np.inf)
-        return member_index(int(np.argmin(earliest.reshape(-1))), codes.shape)
+        codes, stops = self._concrete("worst_index")  # earliest: a NaN stop first
+        return worst_member(codes != int(TRANSIENT_RESULTS.successful),
+                            -np.nan_to_num(stops, nan=-np.inf))
 
     def summary(self) -> str:
         """Counts of each result code, and the failed member that stopped earliest if any."""
